@@ -1,0 +1,133 @@
+// Active messages: run a callable on another rank.
+//
+//   rill::am::send(rank, fn, args...);
+//
+// `fn` is a function, a capture-less lambda, or a lambda whose captures are trivially copyable; the
+// same binary runs on every rank, so no registration is needed. `args` are copied with memcpy when
+// trivially copyable and serialized with cereal otherwise (strings, vectors, maps, tuples, types with
+// a serialize() member). Messages to one destination are aggregated into buffers that leave when
+// full, when their oldest message is older than the age threshold, when the sender's workers go
+// idle, or on flush(). Delivery is exactly once, in no guaranteed order, even between one pair.
+#pragma once
+
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "rill/detail/handler_table.hpp"
+#include "rill/serialization.hpp"
+
+namespace rill::am {
+
+// The rank that sent the message whose handler is running on this thread (-1 outside a handler).
+int sender();
+
+// Sends every buffered message of the calling rank now, whatever the thresholds.
+void flush();
+
+}  // namespace rill::am
+
+namespace rill::detail {
+
+// Reserves `bytes` of payload for handler `id` to `dest`; write them, then call am_commit().
+// Between the two calls the destination's buffer is locked: write only, do not call Rill.
+std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes);
+void am_commit(int dest);
+// Sends a payload that is already serialized (copied into an aggregation buffer, or sent on its
+// own when large).
+void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& payload);
+// A per-thread scratch vector for serialization, reused to avoid an allocation per message.
+std::vector<std::byte>& am_scratch();
+
+template <class F>
+constexpr std::size_t callable_bytes() {
+  if constexpr (std::is_pointer_v<F>) return sizeof(std::intptr_t);
+  else if constexpr (std::is_empty_v<F>) return 0;
+  else return sizeof(F);
+}
+
+template <class F>
+void store_callable(std::byte* out, const F& fn) {
+  if constexpr (std::is_pointer_v<F>) {
+    const std::intptr_t off = code_offset(reinterpret_cast<const void*>(fn));
+    std::memcpy(out, &off, sizeof off);
+  } else if constexpr (!std::is_empty_v<F>) {
+    std::memcpy(out, static_cast<const void*>(&fn), sizeof(F));
+  }
+}
+
+template <class F>
+F load_callable(const std::byte* in) {
+  if constexpr (std::is_pointer_v<F>) {
+    return reinterpret_cast<F>(const_cast<void*>(code_address(load_trivial<std::intptr_t>(in))));
+  } else if constexpr (std::is_empty_v<F>) {
+    alignas(F) std::byte storage[sizeof(F)] = {};
+    return *std::launder(reinterpret_cast<F*>(storage));
+  } else {
+    return load_trivial<F>(in);
+  }
+}
+
+template <class F, class... Args>
+struct am_handler {
+  static constexpr std::size_t fn_bytes = callable_bytes<F>();
+
+  static void invoke(const std::byte* p, std::size_t n) {
+    if (n < fn_bytes) throw decode_error("payload shorter than its callable");
+    F fn = load_callable<F>(p);
+    p += fn_bytes;
+    n -= fn_bytes;
+    if constexpr (all_trivially_copyable<Args...>) {
+      constexpr std::size_t expected = (std::size_t{0} + ... + sizeof(Args));
+      if (n != expected) throw decode_error("payload size does not match the handler's arguments");
+      std::size_t at = 0;
+      // Braced init guarantees left-to-right evaluation of the loads.
+      std::tuple<Args...> args{load_next<Args>(p, at)...};
+      std::apply(fn, std::move(args));
+    } else {
+      std::apply(fn, deserialize_tuple<std::tuple<Args...>>(p, n));
+    }
+  }
+
+  template <class T>
+  static T load_next(const std::byte* p, std::size_t& at) {
+    T v = load_trivial<T>(p + at);
+    at += sizeof(T);
+    return v;
+  }
+};
+
+}  // namespace rill::detail
+
+namespace rill::am {
+
+template <class F, class... Args>
+void send(int dest, F&& fn, Args&&... args) {
+  using Fn = std::decay_t<F>;
+  static_assert(std::is_pointer_v<Fn> || std::is_trivially_copyable_v<Fn>,
+                "rill::am::send ships functions and lambdas whose captures are trivially copyable; "
+                "pass other data as arguments");
+  static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
+                "rill::am::send: the callable cannot be called with these arguments");
+  using H = detail::am_handler<Fn, std::decay_t<Args>...>;
+  const std::uint32_t id = detail::handler_id<H>::value;
+  if constexpr (detail::all_trivially_copyable<std::decay_t<Args>...>) {
+    constexpr std::size_t bytes = H::fn_bytes + (std::size_t{0} + ... + sizeof(std::decay_t<Args>));
+    std::byte* out = detail::am_reserve(dest, id, bytes);
+    detail::store_callable<Fn>(out, fn);
+    std::size_t at = H::fn_bytes;
+    ((std::memcpy(out + at, static_cast<const void*>(&args), sizeof(std::decay_t<Args>)),
+      at += sizeof(std::decay_t<Args>)),
+     ...);
+    detail::am_commit(dest);
+  } else {
+    std::vector<std::byte>& buf = detail::am_scratch();
+    buf.resize(H::fn_bytes);
+    detail::store_callable<Fn>(buf.data(), fn);
+    detail::serialize_into(buf, static_cast<const std::decay_t<Args>&>(args)...);
+    detail::am_send_bytes(dest, id, std::move(buf));
+  }
+}
+
+}  // namespace rill::am

@@ -1,0 +1,8 @@
+// Everything a Rill program needs.
+#pragma once
+
+#include "rill/am.hpp"
+#include "rill/config.hpp"
+#include "rill/error.hpp"
+#include "rill/runtime.hpp"
+#include "rill/task.hpp"

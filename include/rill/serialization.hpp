@@ -1,0 +1,106 @@
+// How active-message arguments become bytes and back.
+//
+// Trivially copyable values are copied with memcpy (the hot path, no library involved). Everything
+// else -- std::string, std::vector, std::map, tuples, user types with a serialize() member -- goes
+// through cereal's binary archive, writing straight into Rill's byte buffers.
+#pragma once
+
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/set.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/tuple.hpp>
+#include <cereal/types/unordered_map.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/vector.hpp>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <streambuf>
+#include <type_traits>
+#include <vector>
+
+namespace rill {
+
+// Raised when received bytes cannot be decoded into the expected arguments.
+class decode_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+template <class... Ts>
+inline constexpr bool all_trivially_copyable = (std::is_trivially_copyable_v<Ts> && ...);
+
+// A streambuf that appends to a byte vector (cereal writes through std::ostream).
+class vector_sink : public std::streambuf {
+ public:
+  explicit vector_sink(std::vector<std::byte>& out) : out_(out) {}
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const auto* b = reinterpret_cast<const std::byte*>(s);
+    out_.insert(out_.end(), b, b + n);
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) out_.push_back(static_cast<std::byte>(c));
+    return c;
+  }
+
+ private:
+  std::vector<std::byte>& out_;
+};
+
+// A read-only streambuf over received bytes; reading past the end makes cereal throw.
+class span_source : public std::streambuf {
+ public:
+  span_source(const std::byte* p, std::size_t n) {
+    char* b = const_cast<char*>(reinterpret_cast<const char*>(p));
+    setg(b, b, b + n);
+  }
+  std::size_t remaining() const { return static_cast<std::size_t>(egptr() - gptr()); }
+};
+
+// Appends the cereal encoding of `values` to `out`.
+template <class... Ts>
+void serialize_into(std::vector<std::byte>& out, const Ts&... values) {
+  vector_sink sink(out);
+  std::ostream os(&sink);
+  cereal::BinaryOutputArchive ar(os);
+  (ar(values), ...);
+}
+
+// Decodes a tuple from exactly n bytes; throws decode_error on truncated or trailing bytes.
+template <class Tuple>
+Tuple deserialize_tuple(const std::byte* p, std::size_t n) {
+  span_source src(p, n);
+  std::istream is(&src);
+  Tuple t{};
+  try {
+    cereal::BinaryInputArchive ar(is);
+    std::apply([&](auto&... elems) { (ar(elems), ...); }, t);
+  } catch (const cereal::Exception& e) {
+    throw decode_error(std::string("payload does not decode: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    throw decode_error("payload announces a container larger than memory");
+  } catch (const std::length_error&) {
+    throw decode_error("payload announces an impossible container length");
+  }
+  if (src.remaining() != 0) throw decode_error("payload has trailing bytes");
+  return t;
+}
+
+// Reads one trivially copyable T from possibly unaligned bytes.
+template <class T>
+T load_trivial(const std::byte* p) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  alignas(T) std::byte storage[sizeof(T)];
+  std::memcpy(storage, p, sizeof(T));
+  return *std::launder(reinterpret_cast<T*>(storage));
+}
+
+}  // namespace detail
+}  // namespace rill

@@ -1,0 +1,170 @@
+// Every runtime option, its default and its meaning, in one table.
+#include "common/options.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string_view>
+
+#include "rill/error.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+using setter = std::function<void(parsed_options&, std::string_view)>;
+
+struct option_spec {
+  const char* name;  // flag --rill:<name>, variable RILL_<NAME> (dashes become underscores)
+  const char* default_text;
+  const char* meaning;
+  setter set;
+};
+
+[[noreturn]] void bad_value(std::string_view name, std::string_view value, const char* expected) {
+  throw usage_error(fmt::format("--rill:{}={}: expected {}", name, value, expected));
+}
+
+template <class T>
+T parse_number(std::string_view name, std::string_view value, T min, T max) {
+  T v{};
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc{} || end != value.data() + value.size() || v < min || v > max) {
+    bad_value(name, value, fmt::format("an integer in [{}, {}]", min, max).c_str());
+  }
+  return v;
+}
+
+// Sizes accept a K/M/G (binary) suffix: 64K, 4KiB, 1M.
+std::size_t parse_size(std::string_view name, std::string_view value, std::size_t min, std::size_t max) {
+  std::string_view digits = value;
+  std::size_t scale = 1;
+  for (auto [suffix, s] : {std::pair{"KiB", 1024ull}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+                           {"K", 1024ull}, {"M", 1ull << 20}, {"G", 1ull << 30}}) {
+    std::string_view sv(suffix);
+    if (digits.size() > sv.size() && digits.ends_with(sv)) {
+      digits.remove_suffix(sv.size());
+      scale = s;
+      break;
+    }
+  }
+  std::size_t v{};
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty() ||
+      v > max / scale || v * scale < min || v * scale > max) {
+    bad_value(name, value, fmt::format("a byte count in [{}, {}] (K/M/G suffixes allowed)", min, max).c_str());
+  }
+  return v * scale;
+}
+
+const std::vector<option_spec>& table() {
+  static const std::vector<option_spec> specs = {
+      {"ranks", "1", "ranks of the local transport (threads of this process)",
+       [](parsed_options& o, std::string_view v) { o.cfg.ranks = parse_number<int>("ranks", v, 1, 1024); }},
+      {"workers", "cores / ranks on this node", "worker threads per rank",
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.workers = parse_number<int>("workers", v, 1, 1024);
+         o.workers_given = true;
+       }},
+      {"transport", "mpi under mpirun/srun, else local", "local (ranks as threads) or mpi (ranks as processes)",
+       [](parsed_options& o, std::string_view v) {
+         if (v == "local") o.cfg.transport = transport_kind::local;
+         else if (v == "mpi") o.cfg.transport = transport_kind::mpi;
+         else bad_value("transport", v, "local or mpi");
+         o.transport_given = true;
+       }},
+      {"stack", "64KiB", "fiber stack size in bytes (a guard page is added below each stack)",
+       [](parsed_options& o, std::string_view v) { o.cfg.stack_bytes = parse_size("stack", v, 8192, 1ull << 30); }},
+      {"agg-bytes", "4KiB", "aggregation buffer size threshold: a destination's buffer leaves when it is this full",
+       [](parsed_options& o, std::string_view v) { o.cfg.agg_bytes = parse_size("agg-bytes", v, 64, 16ull << 20); }},
+      {"agg-age-us", "200", "age threshold: a buffer whose oldest message is this old (microseconds) leaves",
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.agg_age_us = parse_number<std::uint64_t>("agg-age-us", v, 0, 10'000'000);
+       }},
+      {"large-bytes", "16KiB", "payloads above this size travel on their own, not copied into buffers",
+       [](parsed_options& o, std::string_view v) { o.cfg.large_bytes = parse_size("large-bytes", v, 64, 1ull << 30); }},
+      {"queue-buffers", "64", "buffers in flight per destination before the sender feels back-pressure",
+       [](parsed_options& o, std::string_view v) { o.cfg.queue_buffers = parse_number<int>("queue-buffers", v, 1, 1 << 20); }},
+      {"chaos", "0", "local transport: seed for delayed, reordered, batched delivery (0 = off)",
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.chaos = parse_number<std::uint64_t>("chaos", v, 0, std::numeric_limits<std::uint64_t>::max());
+       }},
+      {"log", "warn", "log level: trace, debug, info, warn, error, critical, off",
+       [](parsed_options& o, std::string_view v) {
+         static constexpr std::string_view levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+         for (auto l : levels)
+           if (v == l) {
+             o.cfg.log = std::string(v);
+             return;
+           }
+         bad_value("log", v, "trace, debug, info, warn, error, critical or off");
+       }},
+      {"idle-spins", "2000", "polls an idle worker makes before it sleeps",
+       [](parsed_options& o, std::string_view v) { o.cfg.idle_spins = parse_number<int>("idle-spins", v, 0, 1 << 30); }},
+      {"help", "", "print this table and exit",
+       [](parsed_options& o, std::string_view v) {
+         if (!v.empty()) bad_value("help", v, "no value");
+         o.help = true;
+       }},
+  };
+  return specs;
+}
+
+const option_spec& find(std::string_view name) {
+  for (const auto& s : table())
+    if (name == s.name) return s;
+  throw usage_error(fmt::format("unknown option --rill:{} (--rill:help lists them)", name));
+}
+
+std::string env_name(std::string_view name) {
+  std::string e = "RILL_";
+  for (char c : name) e += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return e;
+}
+
+}  // namespace
+
+parsed_options parse_options(int& argc, char** argv) {
+  parsed_options o;
+  for (const auto& s : table()) {
+    if (s.name == std::string_view("help")) continue;
+    if (const char* v = std::getenv(env_name(s.name).c_str())) s.set(o, v);
+  }
+  constexpr std::string_view prefix = "--rill:";
+  int out = argc > 0 ? 1 : 0;
+  for (int i = out; i < argc; ++i) {
+    std::string_view arg(argv[i]);
+    if (!arg.starts_with(prefix)) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    arg.remove_prefix(prefix.size());
+    const auto eq = arg.find('=');
+    const std::string_view name = arg.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? std::string_view{} : arg.substr(eq + 1);
+    const option_spec& s = find(name);
+    if (eq == std::string_view::npos && name != "help") {
+      throw usage_error(fmt::format("--rill:{} needs a value (--rill:{}=...)", name, name));
+    }
+    s.set(o, value);
+  }
+  if (argc > 0) {
+    argc = out;
+    argv[argc] = nullptr;
+  }
+  return o;
+}
+
+std::string options_help() {
+  std::string out = "Rill runtime options (flag --rill:NAME=VALUE, or environment variable RILL_NAME):\n";
+  for (const auto& s : table()) {
+    out += fmt::format("  --rill:{:<14} {:<34} {}\n", s.name, s.default_text[0] ? s.default_text : "-", s.meaning);
+  }
+  return out;
+}
+
+}  // namespace rill::detail

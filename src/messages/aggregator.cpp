@@ -1,0 +1,112 @@
+#include "messages/aggregator.hpp"
+
+#include <chrono>
+
+#include "messages/wire_format.hpp"
+
+namespace rill::detail {
+
+namespace {
+// A large message being written between reserve() and commit() (no Rill call happens between the
+// two, so no other fiber of this thread can interleave).
+thread_local buffer pending_large;
+thread_local int pending_large_dest = -1;
+}  // namespace
+
+aggregator::aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit)
+    : self_(self), threshold_(cfg.agg_bytes), large_(cfg.large_bytes), age_ns_(cfg.agg_age_us * 1000),
+      submit_(std::move(submit)), queues_(new queue[static_cast<std::size_t>(ranks)]), ranks_(ranks) {}
+
+std::uint64_t aggregator::now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
+  if (bytes > large_) {
+    pending_large_dest = dest;
+    pending_large.clear();
+    pending_large.reserve(wire::buffer_header_bytes + 8 + bytes);
+    wire::begin_buffer(pending_large, static_cast<std::uint32_t>(self_));
+    return wire::append_message(pending_large, id, bytes);
+  }
+  queue& q = queues_[static_cast<std::size_t>(dest)];
+  for (;;) {
+    q.lock.lock();
+    const std::size_t need = wire::message_header_bytes(bytes) + bytes;
+    if (q.buf.size() > wire::buffer_header_bytes && q.buf.size() + need > threshold_) {
+      // This message would overfill the buffer: send what is there first.
+      buffer full = take_locked(q);
+      q.lock.unlock();
+      submit_(dest, std::move(full));
+      continue;
+    }
+    if (q.buf.size() <= wire::buffer_header_bytes) {
+      if (q.buf.capacity() < threshold_ + 64) q.buf.reserve(threshold_ + 64);
+      wire::begin_buffer(q.buf, static_cast<std::uint32_t>(self_));
+      q.first_ns = now_ns();
+      q.nonempty.store(true, std::memory_order_release);
+    }
+    return wire::append_message(q.buf, id, bytes);
+  }
+}
+
+void aggregator::commit(int dest) {
+  if (pending_large_dest == dest && !pending_large.empty()) {
+    pending_large_dest = -1;
+    submit_(dest, std::move(pending_large));
+    pending_large = buffer{};
+    return;
+  }
+  queue& q = queues_[static_cast<std::size_t>(dest)];
+  if (q.buf.size() >= threshold_) {
+    buffer full = take_locked(q);
+    q.lock.unlock();
+    submit_(dest, std::move(full));
+    return;
+  }
+  q.lock.unlock();
+}
+
+buffer aggregator::take_locked(queue& q) {
+  buffer full = std::move(q.buf);
+  q.buf = buffer{};
+  q.nonempty.store(false, std::memory_order_release);
+  return full;
+}
+
+void aggregator::flush(int dest) {
+  queue& q = queues_[static_cast<std::size_t>(dest)];
+  if (!q.nonempty.load(std::memory_order_acquire)) return;
+  q.lock.lock();
+  if (q.buf.size() <= wire::buffer_header_bytes) {
+    q.lock.unlock();
+    return;
+  }
+  buffer full = take_locked(q);
+  q.lock.unlock();
+  submit_(dest, std::move(full));
+}
+
+void aggregator::flush_all() {
+  for (int d = 0; d < ranks_; ++d) flush(d);
+}
+
+void aggregator::flush_aged(std::uint64_t now) {
+  for (int d = 0; d < ranks_; ++d) {
+    queue& q = queues_[static_cast<std::size_t>(d)];
+    if (!q.nonempty.load(std::memory_order_acquire)) continue;
+    q.lock.lock();
+    const bool aged = q.buf.size() > wire::buffer_header_bytes && now - q.first_ns >= age_ns_;
+    q.lock.unlock();
+    if (aged) flush(d);
+  }
+}
+
+bool aggregator::any_buffered() const {
+  for (int d = 0; d < ranks_; ++d)
+    if (queues_[static_cast<std::size_t>(d)].nonempty.load(std::memory_order_acquire)) return true;
+  return false;
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,74 @@
+// Per-destination aggregation of active messages (Grappa §2.4).
+//
+// Each destination has one buffer, shared by the rank's workers under a short spin lock. A buffer
+// leaves when it reaches the size threshold, when its oldest message is older than the age
+// threshold (checked at network progress), when the workers go idle, or on flush(). Payloads above
+// the large threshold never enter a buffer: they are framed in one of their own and sent at once.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "rill/config.hpp"
+#include "transport/transport.hpp"
+
+namespace rill::detail {
+
+class spinlock {
+ public:
+  void lock() {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+      while (flag_.test(std::memory_order_relaxed)) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+      }
+    }
+  }
+  void unlock() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
+class aggregator {
+ public:
+  // submit(dest, buffer) hands a finished buffer to the transport (applying back-pressure).
+  using submit_fn = std::function<void(int, buffer&&)>;
+  aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit);
+
+  // Reserves room for one message to `dest` and returns where its payload goes; the destination
+  // stays locked until commit(dest). `id` may carry the control bit.
+  std::byte* reserve(int dest, std::uint16_t id, std::size_t bytes);
+  void commit(int dest);
+
+  void flush(int dest);
+  void flush_all();
+  void flush_aged(std::uint64_t now_ns);
+  bool any_buffered() const;
+
+  static std::uint64_t now_ns();
+
+ private:
+  struct alignas(64) queue {
+    spinlock lock;
+    buffer buf;
+    std::uint64_t first_ns = 0;
+    std::atomic<bool> nonempty{false};
+  };
+  buffer take_locked(queue& q);
+
+  const int self_;
+  const std::size_t threshold_;
+  const std::size_t large_;
+  const std::uint64_t age_ns_;
+  submit_fn submit_;
+  std::unique_ptr<queue[]> queues_;
+  const int ranks_;
+};
+
+}  // namespace rill::detail

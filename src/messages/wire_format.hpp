@@ -1,0 +1,64 @@
+// The bytes on the wire.
+//
+// A transport buffer is a 12-byte header followed by messages:
+//   buffer : magic u32 | source rank u32 | message count u32 | message...
+//   message: id u16 | length u16 | payload            (length < 0xFFFF)
+//            id u16 | 0xFFFF u16 | length u32 | payload (longer payloads)
+// The top bit of id marks runtime control messages, which termination detection does not count.
+// All integers are little-endian as on every supported target; reads use memcpy (no alignment).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace rill::detail::wire {
+
+inline constexpr std::uint32_t magic = 0x4c4c4952;  // "RILL"
+inline constexpr std::size_t buffer_header_bytes = 12;
+inline constexpr std::uint16_t control_bit = 0x8000;
+inline constexpr std::uint16_t max_handler_id = 0x7fff;
+inline constexpr std::uint16_t long_length = 0xffff;
+
+inline std::size_t message_header_bytes(std::size_t payload) { return payload < long_length ? 4 : 8; }
+
+template <class T>
+inline void put(std::byte* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <class T>
+inline T get(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Starts a buffer: writes its header with a zero count.
+inline void begin_buffer(std::vector<std::byte>& b, std::uint32_t source) {
+  b.resize(buffer_header_bytes);
+  put(b.data(), magic);
+  put(b.data() + 4, source);
+  put<std::uint32_t>(b.data() + 8, 0);
+}
+
+inline std::uint32_t message_count(const std::vector<std::byte>& b) { return get<std::uint32_t>(b.data() + 8); }
+
+// Appends a message header and room for its payload; returns where the payload goes.
+inline std::byte* append_message(std::vector<std::byte>& b, std::uint16_t id, std::size_t payload) {
+  const std::size_t at = b.size();
+  const std::size_t hdr = message_header_bytes(payload);
+  b.resize(at + hdr + payload);
+  std::byte* p = b.data() + at;
+  put(p, id);
+  if (hdr == 4) {
+    put(p + 2, static_cast<std::uint16_t>(payload));
+  } else {
+    put(p + 2, long_length);
+    put(p + 4, static_cast<std::uint32_t>(payload));
+  }
+  put(b.data() + 8, message_count(b) + 1);
+  return p + hdr;
+}
+
+}  // namespace rill::detail::wire

@@ -1,0 +1,121 @@
+// The non-template halves of the public API: they find the calling rank and call into it.
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "messages/wire_format.hpp"
+#include "rill/am.hpp"
+#include "rill/error.hpp"
+#include "rill/runtime.hpp"
+#include "rill/task.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill::detail {
+
+extern thread_local int tls_sender;
+
+namespace {
+
+rank_state& sending_rank(int dest) {
+  rank_state& r = current_rank("rill::am::send");
+  if (dest < 0 || dest >= r.size()) {
+    throw rill::misuse_error(
+        fmt::format("rill::am::send to rank {}, but the ranks are 0..{}", dest, r.size() - 1));
+  }
+  return r;
+}
+
+void count_sent(std::size_t) { worker_counters::bump(current_worker()->counters().messages_sent); }
+
+}  // namespace
+
+std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes) {
+  rank_state& r = sending_rank(dest);
+  count_sent(bytes);
+  return r.agg().reserve(dest, static_cast<std::uint16_t>(id), bytes);
+}
+
+void am_commit(int dest) { static_cast<rank_state&>(current_worker()->pool().services()).agg().commit(dest); }
+
+void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& payload) {
+  rank_state& r = sending_rank(dest);
+  // Take the bytes out of the (thread-shared) scratch vector: sending may yield to another fiber.
+  std::vector<std::byte> mine = std::move(payload);
+  count_sent(mine.size());
+  std::byte* out = r.agg().reserve(dest, static_cast<std::uint16_t>(id), mine.size());
+  if (!mine.empty()) std::memcpy(out, mine.data(), mine.size());
+  r.agg().commit(dest);
+  mine.clear();
+  if (am_scratch().capacity() < mine.capacity()) am_scratch() = std::move(mine);
+}
+
+std::vector<std::byte>& am_scratch() {
+  thread_local std::vector<std::byte> scratch;
+  return scratch;
+}
+
+task_record* task_allocate() {
+  if (worker* w = current_worker()) return w->allocate_task();
+  return new task_record;
+}
+
+void task_submit(task_record* t) {
+  worker* w = current_worker();
+  if (!w) {
+    delete t;
+    throw rill::misuse_error("rill::spawn called outside a Rill task or handler");
+  }
+  w->push(t);
+}
+
+}  // namespace rill::detail
+
+namespace rill {
+
+int am::sender() { return detail::tls_sender; }
+
+void am::flush() { detail::current_rank("rill::am::flush").agg().flush_all(); }
+
+int rank_me() { return detail::current_rank("rill::rank_me").id(); }
+int rank_n() { return detail::current_rank("rill::rank_n").size(); }
+rank_stats stats() { return detail::current_rank("rill::stats").stats(); }
+
+void yield() {
+  if (detail::worker* w = detail::current_worker()) w->yield();
+  else std::this_thread::yield();
+}
+
+void latch::add(std::ptrdiff_t n) {
+  if (count_.fetch_add(n, std::memory_order_acq_rel) == 0) {
+    detail::waiter* expected = open();
+    waiters_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+  }
+}
+
+void latch::count_down(std::ptrdiff_t n) {
+  const std::ptrdiff_t left = count_.fetch_sub(n, std::memory_order_acq_rel) - n;
+  if (left > 0) return;
+  if (left < 0) throw misuse_error("rill::latch::count_down below zero");
+  detail::waiter* w = waiters_.exchange(open(), std::memory_order_acq_rel);
+  while (w) {
+    detail::waiter* next = w->next;  // read before wake: the waiter may vanish once woken
+    detail::wake(w);
+    w = next;
+  }
+}
+
+void latch::wait() {
+  if (try_wait()) return;
+  while (!try_wait() && detail::help_once()) {
+  }
+  detail::waiter self;
+  detail::prepare_wait(self);
+  detail::waiter* head = waiters_.load(std::memory_order_acquire);
+  do {
+    if (head == open()) return;
+    self.next = head;
+  } while (!waiters_.compare_exchange_weak(head, &self, std::memory_order_acq_rel, std::memory_order_acquire));
+  detail::park(self);
+}
+
+}  // namespace rill

@@ -1,0 +1,26 @@
+// Runtime-internal control messages: like active messages, but flagged so that termination
+// detection does not count them, and flushed at once.
+#pragma once
+
+#include <cstring>
+
+#include "messages/wire_format.hpp"
+#include "rill/am.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill::detail {
+
+template <class F, class... Args>
+void control_send(rank_state& from, int dest, F, Args... args) {
+  static_assert(std::is_empty_v<F> && (std::is_trivially_copyable_v<Args> && ...));
+  using H = am_handler<F, Args...>;
+  const auto id = static_cast<std::uint16_t>(handler_id<H>::value | wire::control_bit);
+  constexpr std::size_t bytes = (std::size_t{0} + ... + sizeof(Args));
+  std::byte* out = from.agg().reserve(dest, id, bytes);
+  std::size_t at = 0;
+  ((std::memcpy(out + at, &args, sizeof(Args)), at += sizeof(Args)), ...);
+  from.agg().commit(dest);
+  from.agg().flush(dest);
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,114 @@
+#include "runtime/rank.hpp"
+
+#include <fmt/format.h>
+
+#include <span>
+
+#include "common/log.hpp"
+#include "messages/decoder.hpp"
+#include "messages/handler_table.hpp"
+#include "rill/error.hpp"
+#include "rill/serialization.hpp"
+
+namespace rill::detail {
+
+namespace {
+// Buffers taken from the endpoint per poll: enough to amortise the poll, few enough that one
+// worker does not hoard a burst another idle worker could share.
+constexpr std::size_t poll_batch = 8;
+}  // namespace
+
+thread_local int tls_sender = -1;
+
+rank_state::rank_state(endpoint& ep, const rill::config& cfg)
+    : ep_(ep), id_(ep.rank()), size_(ep.size()),
+      agg_(id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); }),
+      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_spins), term_(*this) {
+  ep_.on_arrival([this] { pool_.notify(); });
+}
+
+rank_state::~rank_state() = default;
+
+void rank_state::transmit(int dest, buffer&& b) {
+  const std::size_t bytes = b.size();
+  while (!ep_.try_send(dest, b)) {
+    // Back-pressure: the destination has a full queue. Make progress (which may drain our own
+    // inbox, so that a peer blocked on us can move) and let other work run.
+    if (worker* w = current_worker(); w && &w->pool() == &pool_) {
+      progress(*w);
+      w->yield();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  if (worker* w = current_worker()) {
+    worker_counters::bump(w->counters().buffers_sent);
+    worker_counters::bump(w->counters().bytes_sent, bytes);
+  }
+}
+
+bool rank_state::progress(worker& w) {
+  std::vector<incoming> batch;
+  ep_.poll(batch, poll_batch);
+  if (!batch.empty()) {
+    w.mark_active();
+    for (auto& in : batch) dispatch(in);
+  }
+  agg_.flush_aged(aggregator::now_ns());
+  return !batch.empty();
+}
+
+void rank_state::dispatch(incoming& in) {
+  worker* w = current_worker();
+  auto error = decode_buffer(std::span<const std::byte>(in.bytes), in.source, handler_count(),
+                             [&](const decoded_message& m) {
+                               const int previous = tls_sender;
+                               tls_sender = in.source;
+                               try {
+                                 handler_at(m.id)(m.payload, m.bytes);
+                               } catch (const rill::decode_error& e) {
+                                 fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", in.source, id_,
+                                       m.id, handler_name(m.id), e.what());
+                               } catch (const std::exception& e) {
+                                 fatal("the handler of a message from rank {} to rank {} threw: {}", in.source, id_,
+                                       e.what());
+                               }
+                               tls_sender = previous;
+                               if (!m.control) worker_counters::bump(w->counters().messages_handled);
+                             });
+  if (error) fatal("rank {} received a bad buffer: {}", id_, *error);
+}
+
+void rank_state::on_idle(worker&) {
+  agg_.flush_all();
+  term_.on_idle();
+}
+
+void rank_state::stop(int exit_code) {
+  exit_code_ = exit_code;
+  stopping_.store(true, std::memory_order_release);
+  pool_.notify_all();
+}
+
+rill::rank_stats rank_state::stats() {
+  rill::rank_stats s;
+  for (int i = 0; i < pool_.size(); ++i) {
+    auto& c = pool_.at(i).counters();
+    s.messages_sent += c.messages_sent.load(std::memory_order_relaxed);
+    s.messages_handled += c.messages_handled.load(std::memory_order_relaxed);
+    s.buffers_sent += c.buffers_sent.load(std::memory_order_relaxed);
+    s.bytes_sent += c.bytes_sent.load(std::memory_order_relaxed);
+    s.tasks_run += c.tasks_run.load(std::memory_order_relaxed);
+    s.steals += c.steals.load(std::memory_order_relaxed);
+    s.fibers_created += c.fibers_created.load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+rank_state& current_rank(const char* what) {
+  worker* w = current_worker();
+  if (!w) throw rill::misuse_error(fmt::format("{} called outside a Rill task or handler", what));
+  return static_cast<rank_state&>(w->pool().services());
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,60 @@
+// One rank: its endpoint, its aggregation buffers, its workers, and its part of termination
+// detection. All runtime state lives here (never in process globals), so the local transport can
+// run many ranks in one process.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "messages/aggregator.hpp"
+#include "rill/config.hpp"
+#include "rill/runtime.hpp"
+#include "runtime/termination.hpp"
+#include "scheduler/worker.hpp"
+#include "transport/transport.hpp"
+
+namespace rill::detail {
+
+class rank_state final : public rank_services {
+ public:
+  rank_state(endpoint& ep, const rill::config& cfg);
+  ~rank_state() override;
+
+  int id() const { return id_; }
+  int size() const { return size_; }
+  aggregator& agg() { return agg_; }
+  worker_pool& pool() { return pool_; }
+  termination& term() { return term_; }
+
+  // rank_services
+  bool progress(worker& w) override;
+  void on_idle(worker& w) override;
+  bool must_poll() const override { return ep_.needs_polling() || agg_.any_buffered(); }
+  bool stopping() const override { return stopping_.load(std::memory_order_acquire); }
+
+  void stop(int exit_code);
+  int exit_code() const { return exit_code_; }
+  rill::rank_stats stats();
+
+  // Hands a buffer to the endpoint, waiting (yielding inside a task) while the destination is full.
+  void transmit(int dest, buffer&& b);
+
+ private:
+  void dispatch(incoming& in);
+
+  endpoint& ep_;
+  const int id_;
+  const int size_;
+  aggregator agg_;
+  worker_pool pool_;
+  termination term_;
+  std::atomic<bool> stopping_{false};
+  int exit_code_ = 0;
+};
+
+// The rank whose worker runs the calling thread; throws rill::misuse_error naming `what` when the
+// thread is not a Rill worker.
+rank_state& current_rank(const char* what);
+
+}  // namespace rill::detail

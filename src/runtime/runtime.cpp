@@ -1,0 +1,90 @@
+#include "rill/runtime.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "common/log.hpp"
+#include "common/options.hpp"
+#include "messages/handler_table.hpp"
+#include "rill/error.hpp"
+#include "rill/task.hpp"
+#include "runtime/rank.hpp"
+#include "transport/transport.hpp"
+
+namespace rill {
+
+class runtime_impl {
+ public:
+  rill::config cfg;
+  std::unique_ptr<detail::transport> transport;
+  std::vector<std::unique_ptr<detail::rank_state>> ranks;
+  bool ran = false;
+};
+
+runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>()) {
+  detail::parsed_options opts;
+  try {
+    opts = detail::parse_options(argc, argv);
+    if (opts.help) {
+      std::fputs(detail::options_help().c_str(), stdout);
+      std::exit(0);
+    }
+    if (!opts.transport_given) {
+      opts.cfg.transport = detail::launched_by_mpi_launcher() ? transport_kind::mpi : transport_kind::local;
+    }
+    if (opts.cfg.transport == transport_kind::mpi && opts.cfg.ranks != 1) {
+      throw usage_error("--rill:ranks sets the ranks of the local transport; under mpi the launcher decides (mpirun -np N)");
+    }
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "rill: error: %s\n", e.what());
+    std::exit(exit_usage);
+  }
+  auto& cfg = impl_->cfg;
+  cfg = opts.cfg;
+  detail::set_log_level(cfg.log);
+  impl_->transport = cfg.transport == transport_kind::mpi ? detail::make_mpi_transport(cfg)
+                                                          : detail::make_local_transport(cfg);
+  if (!opts.workers_given) cfg.workers = impl_->transport->cores_per_rank();
+  impl_->transport->check_same_build(detail::build_fingerprint());
+  for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
+    impl_->ranks.push_back(std::make_unique<detail::rank_state>(*ep, cfg));
+  }
+  detail::log().debug("{} rank(s) here of {}, {} worker(s) each, transport {}", impl_->ranks.size(),
+                      impl_->transport->size(), cfg.workers, cfg.transport == transport_kind::mpi ? "mpi" : "local");
+}
+
+runtime::~runtime() {
+  impl_->ranks.clear();
+  impl_->transport.reset();
+}
+
+int runtime::ranks() const { return impl_->transport->size(); }
+int runtime::local_ranks() const { return static_cast<int>(impl_->ranks.size()); }
+const rill::config& runtime::options() const { return impl_->cfg; }
+
+int runtime::run_top(std::function<int()> fn, bool spmd) {
+  if (impl_->ran) throw misuse_error("rill::runtime::run may be called once per runtime");
+  impl_->ran = true;
+  auto shared_fn = std::make_shared<std::function<int()>>(std::move(fn));
+  for (auto& rank : impl_->ranks) {
+    if (!spmd && rank->id() != 0) continue;
+    detail::rank_state* r = rank.get();
+    r->pool().inject(detail::make_task([r, shared_fn, spmd] {
+      int code = 0;
+      try {
+        code = (*shared_fn)();
+      } catch (const std::exception& e) {
+        detail::fatal("the top-level task on rank {} threw: {}", r->id(), e.what());
+      }
+      if (spmd) r->term().spmd_done(r->id(), code);
+      else r->term().top_level_done(code);
+    }));
+  }
+  for (auto& rank : impl_->ranks) rank->pool().start(rank->id());
+  for (auto& rank : impl_->ranks) rank->pool().join();
+  impl_->transport->finish();
+  return impl_->ranks.front()->exit_code();
+}
+
+}  // namespace rill

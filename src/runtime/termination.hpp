@@ -1,0 +1,50 @@
+// Termination detection: when is the whole program quiescent, so that every rank may stop?
+//
+// Rank 0 runs waves (Mattern's four-counter method). Each wave asks every rank for its counts of
+// active messages sent and handled; a rank answers only when it is locally quiet (no task running
+// or queued, no ready fiber, buffers flushed). The program has terminated when two consecutive
+// waves report the same totals and sent == handled. Control messages are not counted.
+//
+// run():      the top-level task's end starts the waves on rank 0.
+// run_spmd(): each rank's task reports its end to rank 0; the last report starts the waves.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace rill::detail {
+
+class rank_state;
+
+class termination {
+ public:
+  explicit termination(rank_state& rank) : rank_(rank) {}
+
+  // Rank 0: the top-level task returned `code` (run), or rank `from` finished its spmd task.
+  void top_level_done(int code);
+  void spmd_done(int from, int code);
+  // Any rank, from an idle worker.
+  void on_idle();
+
+  // Message handlers (run on the receiving rank).
+  void on_probe(std::uint64_t wave);
+  void on_reply(std::uint64_t wave, std::uint64_t sent, std::uint64_t handled);
+
+ private:
+  void start_wave();  // rank 0, lock held
+
+  rank_state& rank_;
+  std::atomic<std::uint64_t> probe_wave_{0};  // a wave to answer once quiet; 0 = none
+  // Rank 0 only, under lock_.
+  std::mutex lock_;
+  int spmd_reports_ = 0;
+  int exit_code_ = 0;
+  int exit_code_rank_ = -1;
+  std::uint64_t wave_ = 0;
+  int replies_ = 0;
+  std::uint64_t sent_ = 0, handled_ = 0;
+  std::uint64_t prev_sent_ = ~0ull, prev_handled_ = ~0ull;
+};
+
+}  // namespace rill::detail

@@ -1,0 +1,21 @@
+// What the scheduler needs from the rank it serves (implemented by the runtime layer), so that the
+// scheduler knows nothing of messages or termination.
+#pragma once
+
+namespace rill::detail {
+
+class worker;
+
+class rank_services {
+ public:
+  virtual ~rank_services() = default;
+  // Network progress: receive and run handlers, send aged buffers. Returns whether it did work.
+  virtual bool progress(worker& w) = 0;
+  // The worker found nothing to do: flush buffers, answer a termination probe.
+  virtual void on_idle(worker& w) = 0;
+  // Received data may be waiting that only polling notices: idle workers must not sleep long.
+  virtual bool must_poll() const = 0;
+  virtual bool stopping() const = 0;
+};
+
+}  // namespace rill::detail

@@ -1,0 +1,69 @@
+#include "scheduler/stack_pool.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+
+#include "common/log.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+std::size_t page_size() {
+  static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+// Guarded stacks allowed in this process (all ranks and workers share the kernel's map limit).
+std::atomic<long> guarded_budget = [] {
+  long limit = 65530;
+  std::ifstream f("/proc/sys/vm/max_map_count");
+  f >> limit;
+  return std::max(1024L, limit / 4);
+}();
+std::atomic<bool> warned{false};
+
+}  // namespace
+
+stack_pool::stack_pool(std::size_t stack_bytes)
+    : bytes_((stack_bytes + page_size() - 1) / page_size() * page_size()) {}
+
+stack_pool::~stack_pool() {
+  for (const auto& m : all_) {
+    munmap(m.base, m.length);
+    if (m.guarded) guarded_budget.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+boost::context::stack_context stack_pool::get() {
+  if (!free_.empty()) {
+    last_ = free_.back();
+    free_.pop_back();
+    return last_;
+  }
+  const bool guarded = guarded_budget.fetch_sub(1, std::memory_order_relaxed) > 0;
+  if (!guarded) {
+    guarded_budget.fetch_add(1, std::memory_order_relaxed);
+    if (!warned.exchange(true)) {
+      log().info("fiber stacks beyond vm.max_map_count/4 are allocated without guard pages");
+    }
+  }
+  const std::size_t length = bytes_ + (guarded ? page_size() : 0);
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) fatal("cannot map a fiber stack of {} bytes: out of memory or mappings", length);
+  if (guarded && mprotect(base, page_size(), PROT_NONE) != 0) fatal("cannot protect a fiber stack's guard page");
+  all_.push_back({base, length, guarded});
+  boost::context::stack_context sc;
+  sc.size = bytes_;
+  sc.sp = static_cast<char*>(base) + length;  // stacks grow down from the top
+  last_ = sc;
+  return sc;
+}
+
+void stack_pool::put(boost::context::stack_context sc) { free_.push_back(sc); }
+
+}  // namespace rill::detail

@@ -1,0 +1,47 @@
+// Fiber stacks: mmap'd, a guard page below each, reused through a per-worker free list.
+//
+// Linux limits a process to vm.max_map_count mappings and each guard page splits a mapping, so
+// once guarded stacks would use a quarter of that limit, further stacks are allocated without a
+// guard (reported once in the log). That keeps 10^5 simultaneously waiting fibers possible.
+#pragma once
+
+#include <boost/context/stack_context.hpp>
+
+#include <cstddef>
+#include <vector>
+
+namespace rill::detail {
+
+class stack_pool {
+ public:
+  explicit stack_pool(std::size_t stack_bytes);
+  ~stack_pool();
+  stack_pool(const stack_pool&) = delete;
+  stack_pool& operator=(const stack_pool&) = delete;
+
+  boost::context::stack_context get();
+  void put(boost::context::stack_context sc);
+  std::size_t stack_bytes() const { return bytes_; }
+  // The stack most recently handed out by get().
+  const boost::context::stack_context& last() const { return last_; }
+
+ private:
+  struct mapping {
+    void* base;
+    std::size_t length;
+    bool guarded;
+  };
+  std::size_t bytes_;
+  boost::context::stack_context last_{};
+  std::vector<boost::context::stack_context> free_;
+  std::vector<mapping> all_;
+};
+
+// The StackAllocator Boost.Context uses; copies share the pool.
+struct pooled_stack_allocator {
+  stack_pool* pool;
+  boost::context::stack_context allocate() { return pool->get(); }
+  void deallocate(boost::context::stack_context& sc) { pool->put(sc); }
+};
+
+}  // namespace rill::detail

@@ -1,0 +1,424 @@
+#include "scheduler/worker.hpp"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <exception>
+#include <semaphore>
+#include <string>
+
+#include "common/log.hpp"
+#include "rill/task.hpp"
+
+namespace rill::detail {
+
+namespace ctx = boost::context;
+
+namespace {
+
+thread_local worker* tls_worker = nullptr;
+
+// Nesting limit for tasks run inline by waits and yields (each nests on the current stack).
+constexpr int max_help_depth = 48;
+// Scheduling iterations between network polls while local work keeps a worker busy.
+constexpr unsigned poll_every = 32;
+// Task records a worker keeps for reuse.
+constexpr std::size_t max_free_tasks = 4096;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+worker* current_worker() { return tls_worker; }
+
+worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
+    : pool_(pool), index_(index), stacks_(stack_bytes) {}
+
+worker::~worker() {
+  while (free_tasks_ != nullptr) {
+    task_record* t = free_tasks_;
+    free_tasks_ = t->next;
+    delete t;
+  }
+  // Fibers still suspended at shutdown wait for something that will never come; resuming them to
+  // unwind would run user code after the program ended. Their continuations are forgotten (not
+  // destroyed, which would unwind) and their stacks go with the pool.
+  std::size_t stuck = 0;
+  for (auto& f : fibers_) {
+    if (f->cont) {
+      ++stuck;
+      new (&f->cont) ctx::fiber();
+    }
+  }
+  if (stuck > 0) log().warn("{} task(s) were still waiting when their rank stopped", stuck);
+}
+
+void worker::push(task_record* t) {
+  deque_.push(t);
+  pool_.notify();
+}
+
+task_record* worker::allocate_task() {
+  if (task_record* t = free_tasks_) {
+    free_tasks_ = t->next;
+    --free_task_count_;
+    return t;
+  }
+  return new task_record;
+}
+
+void worker::free_task(task_record* t) {
+  if (free_task_count_ >= max_free_tasks) {
+    delete t;
+    return;
+  }
+  t->next = free_tasks_;
+  free_tasks_ = t;
+  ++free_task_count_;
+}
+
+void worker::make_ready(fiber_rec* f) {
+  if (tls_worker == this) {
+    f->next = nullptr;
+    if (local_ready_tail_) local_ready_tail_->next = f;
+    else local_ready_head_ = f;
+    local_ready_tail_ = f;
+    return;
+  }
+  fiber_rec* head = remote_ready_.load(std::memory_order_relaxed);
+  do {
+    f->next = head;
+  } while (!remote_ready_.compare_exchange_weak(head, f, std::memory_order_release, std::memory_order_relaxed));
+  pool_.notify_all();
+}
+
+fiber_rec* worker::take_ready() {
+  if (!local_ready_head_ && remote_ready_.load(std::memory_order_relaxed) != nullptr) {
+    // Move the remote LIFO stack to the local FIFO, restoring arrival order.
+    fiber_rec* f = remote_ready_.exchange(nullptr, std::memory_order_acquire);
+    fiber_rec* reversed = nullptr;
+    while (f) {
+      fiber_rec* next = f->next;
+      f->next = reversed;
+      reversed = f;
+      f = next;
+    }
+    local_ready_head_ = reversed;
+    local_ready_tail_ = reversed;
+    while (local_ready_tail_ && local_ready_tail_->next) local_ready_tail_ = local_ready_tail_->next;
+  }
+  fiber_rec* f = local_ready_head_;
+  if (f) {
+    local_ready_head_ = f->next;
+    if (!local_ready_head_) local_ready_tail_ = nullptr;
+    f->next = nullptr;
+  }
+  return f;
+}
+
+bool worker::has_local_work() const {
+  return local_ready_head_ != nullptr || remote_ready_.load(std::memory_order_relaxed) != nullptr || !deque_.empty();
+}
+
+fiber_rec* worker::new_fiber() {
+  fiber_rec* f;
+  if (!dead_.empty()) {
+    f = dead_.back();
+    dead_.pop_back();
+  } else {
+    fibers_.push_back(std::make_unique<fiber_rec>());
+    f = fibers_.back().get();
+  }
+  pooled_stack_allocator alloc{&stacks_};
+  f->cont = ctx::fiber(std::allocator_arg, alloc, [this](ctx::fiber&&) {
+    fiber_rec* to = fiber_body();
+    return std::move(to->cont);
+  });
+  const auto& sc = stacks_.last();
+  fiber_created(*f, static_cast<char*>(sc.sp) - sc.size, sc.size);
+  worker_counters::bump(counters_.fibers_created);
+  return f;
+}
+
+fiber_rec* worker::spare_fiber() {
+  if (!spare_.empty()) {
+    fiber_rec* f = spare_.back();
+    spare_.pop_back();
+    return f;
+  }
+  return new_fiber();
+}
+
+fiber_rec* worker::fiber_body() {
+  fiber_started();
+  loop();
+  // The loop ended: either the rank stops (go back to the thread's own context) or this fiber is
+  // surplus and hands the worker to exit_to_. Boost.Context frees the stack once we return.
+  fiber_rec* to = exit_to_ ? exit_to_ : &main_;
+  exit_to_ = nullptr;
+  fiber_rec* self = current_;
+  current_ = to;
+  fiber_finishing(to);
+  fiber_destroyed(*self);
+  dead_.push_back(self);
+  return to;
+}
+
+void worker::loop() {
+  rank_services& services = pool_.services();
+  for (;;) {
+    if (services.stopping()) return;
+    if (fiber_rec* f = take_ready()) {
+      mark_active();
+      idle_spins_ = 0;
+      if (spare_.size() >= 64) {  // enough parked fibers: end this one, resume f
+        exit_to_ = f;
+        return;
+      }
+      spare_.push_back(current_);
+      fiber_rec* self = current_;
+      current_ = f;
+      switch_fiber(self, f);
+      continue;
+    }
+    task_record* t = deque_.pop();
+    if (!t) t = pool_.take_injected();
+    if (t) {
+      mark_active();
+      idle_spins_ = 0;
+      run_task(t);
+      if (++ticks_ % poll_every == 0) services.progress(*this);
+      continue;
+    }
+    if (services.progress(*this)) {
+      idle_spins_ = 0;
+      continue;
+    }
+    if ((t = pool_.steal_for(index_))) {
+      mark_active();
+      idle_spins_ = 0;
+      worker_counters::bump(counters_.steals);
+      run_task(t);
+      continue;
+    }
+    idle_step();
+  }
+}
+
+void worker::run_task(task_record* t) {
+  try {
+    t->invoke(t);
+  } catch (const std::exception& e) {
+    fatal("a task threw an exception nobody handled: {}", e.what());
+  }
+  free_task(t);
+  worker_counters::bump(counters_.tasks_run);
+}
+
+void worker::mark_active() {
+  if (!active_) {
+    active_ = true;
+    pool_.active.fetch_add(1, std::memory_order_seq_cst);
+  }
+}
+
+void worker::mark_idle() {
+  if (active_) {
+    active_ = false;
+    pool_.active.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+void worker::idle_step() {
+  mark_idle();
+  pool_.services().on_idle(*this);
+  if (++idle_spins_ < pool_.idle_spins()) {
+    cpu_relax();
+    return;
+  }
+  int backoff = idle_spins_ - pool_.idle_spins();
+  pool_.sleep(pool_.services().must_poll(), backoff);
+  idle_spins_ = pool_.idle_spins() + backoff;
+}
+
+void worker::park(waiter& w) {
+  (void)w;
+  fiber_rec* self = current_;
+  fiber_rec* next = take_ready();
+  if (!next) next = spare_fiber();
+  current_ = next;
+  switch_fiber(self, next);
+}
+
+void worker::yield() {
+  rank_services& services = pool_.services();
+  if (++ticks_ % 16 == 0) services.progress(*this);
+  if (fiber_rec* next = take_ready()) {
+    fiber_rec* self = current_;
+    make_ready(self);
+    current_ = next;
+    switch_fiber(self, next);
+    return;
+  }
+  help_once();
+}
+
+bool worker::help_once() {
+  if (help_depth_ >= max_help_depth) return false;
+  task_record* t = deque_.pop();
+  if (!t) return false;
+  ++help_depth_;
+  run_task(t);
+  --help_depth_;
+  return true;
+}
+
+void worker::thread_main() {
+  tls_worker = this;
+  init_thread_fiber(main_);
+  current_ = &main_;
+  fiber_rec* first = new_fiber();
+  current_ = first;
+  switch_fiber(&main_, first);
+  // Back on the thread's own stack: the rank is stopping. End the parked fibers (each returns
+  // here after seeing the stop flag).
+  while (!spare_.empty()) {
+    fiber_rec* f = spare_.back();
+    spare_.pop_back();
+    current_ = f;
+    switch_fiber(&main_, f);
+  }
+  mark_idle();
+  tls_worker = nullptr;
+}
+
+// ---- the pool ----------------------------------------------------------------------------
+
+worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, int idle_spins)
+    : services_(services), idle_spins_(idle_spins) {
+  for (int i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker>(*this, i, stack_bytes));
+}
+
+worker_pool::~worker_pool() {
+  for (task_record* t : injected_) delete t;
+}
+
+void worker_pool::start(int rank) {
+  for (auto& w : workers_) {
+    worker* raw = w.get();
+    raw->thread_ = std::thread([raw, rank] {
+      const std::string name = "rill-r" + std::to_string(rank) + "w" + std::to_string(raw->index());
+      pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      raw->thread_main();
+    });
+  }
+}
+
+void worker_pool::join() {
+  for (auto& w : workers_)
+    if (w->thread_.joinable()) w->thread_.join();
+}
+
+void worker_pool::inject(task_record* t) {
+  {
+    std::lock_guard g(inject_lock_);
+    injected_.push_back(t);
+    has_injected_.store(true, std::memory_order_release);
+  }
+  notify_all();
+}
+
+task_record* worker_pool::take_injected() {
+  if (!has_injected_.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard g(inject_lock_);
+  if (injected_.empty()) return nullptr;
+  task_record* t = injected_.front();
+  injected_.erase(injected_.begin());
+  has_injected_.store(!injected_.empty(), std::memory_order_release);
+  return t;
+}
+
+task_record* worker_pool::steal_for(int thief) {
+  const int n = size();
+  for (int k = 1; k < n; ++k) {
+    if (task_record* t = workers_[static_cast<std::size_t>((thief + k) % n)]->steal()) return t;
+  }
+  return nullptr;
+}
+
+bool worker_pool::quiet() const {
+  if (active.load(std::memory_order_seq_cst) != 0) return false;
+  if (has_injected_.load(std::memory_order_acquire)) return false;
+  for (const auto& w : workers_)
+    if (w->has_local_work()) return false;
+  return active.load(std::memory_order_seq_cst) == 0;
+}
+
+void worker_pool::notify_all() {
+  std::lock_guard g(sleep_lock_);
+  ++wake_epoch_;
+  sleep_cv_.notify_all();
+}
+
+void worker_pool::sleep(bool must_poll, int& backoff) {
+  // Polling ranks back off from 20 us to 1 ms between polls; others sleep until notified. The
+  // time limit in both cases also bounds the cost of a wake-up lost to a race with notify().
+  using namespace std::chrono;
+  const auto limit = must_poll ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
+  std::unique_lock g(sleep_lock_);
+  const std::uint64_t epoch = wake_epoch_;
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  sleep_cv_.wait_for(g, limit, [&] { return wake_epoch_ != epoch || services_.stopping(); });
+  sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  ++backoff;
+}
+
+// ---- waiting --------------------------------------------------------------------------------
+
+namespace {
+thread_local std::binary_semaphore* tls_sem = nullptr;
+std::binary_semaphore& thread_semaphore() {
+  thread_local std::binary_semaphore sem{0};
+  tls_sem = &sem;
+  return sem;
+}
+}  // namespace
+
+bool in_task() { return tls_worker != nullptr; }
+
+bool help_once() { return tls_worker && tls_worker->help_once(); }
+
+void prepare_wait(waiter& w) {
+  if (worker* me = tls_worker) {
+    w.owner = me;
+    w.fiber = me->current_fiber();
+    w.thread_sem = nullptr;
+  } else {
+    w.owner = nullptr;
+    w.thread_sem = &thread_semaphore();
+  }
+}
+
+void park(waiter& w) {
+  if (w.owner) {
+    static_cast<worker*>(w.owner)->park(w);
+  } else {
+    static_cast<std::binary_semaphore*>(w.thread_sem)->acquire();
+  }
+}
+
+void wake(waiter* w) {
+  if (w->owner) {
+    auto* owner = static_cast<worker*>(w->owner);
+    auto* f = static_cast<fiber_rec*>(w->fiber);
+    owner->make_ready(f);
+  } else {
+    static_cast<std::binary_semaphore*>(w->thread_sem)->release();
+  }
+}
+
+}  // namespace rill::detail

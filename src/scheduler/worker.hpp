@@ -1,0 +1,154 @@
+// A worker thread of one rank: a work-stealing deque of tasks, fibers for tasks that wait, and
+// network progress at scheduling points.
+//
+// Tasks start run-to-completion on the fiber that runs the scheduling loop. Only when a task waits
+// does that fiber keep the task (suspended on its stack) while the worker continues its loop on
+// another fiber, taken from a pool of parked ones. Fibers never move between workers, so a
+// suspended fiber is resumed by the worker that suspended it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rill/detail/task_record.hpp"
+#include "rill/detail/waiter.hpp"
+#include "scheduler/chase_lev_deque.hpp"
+#include "scheduler/fiber.hpp"
+#include "scheduler/rank_services.hpp"
+#include "scheduler/stack_pool.hpp"
+
+namespace rill::detail {
+
+class worker_pool;
+
+// Per-worker counters: written by the owner only, read by anyone.
+struct worker_counters {
+  std::atomic<std::uint64_t> messages_sent{0};
+  std::atomic<std::uint64_t> messages_handled{0};
+  std::atomic<std::uint64_t> buffers_sent{0};
+  std::atomic<std::uint64_t> bytes_sent{0};
+  std::atomic<std::uint64_t> tasks_run{0};
+  std::atomic<std::uint64_t> steals{0};
+  std::atomic<std::uint64_t> fibers_created{0};
+
+  static void bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+};
+
+class worker {
+ public:
+  worker(worker_pool& pool, int index, std::size_t stack_bytes);
+  ~worker();
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+
+  int index() const { return index_; }
+  worker_pool& pool() { return pool_; }
+  worker_counters& counters() { return counters_; }
+
+  // Owner thread only.
+  void push(task_record* t);
+  task_record* allocate_task();
+  void park(waiter& w);
+  void yield();
+  bool help_once();
+  // Marks the worker busy (not idle) for termination detection.
+  void mark_active();
+
+  // Any thread.
+  task_record* steal() { return deque_.steal(); }
+  void make_ready(fiber_rec* f);
+  bool has_local_work() const;
+  fiber_rec* current_fiber() const { return current_; }
+
+  void thread_main();  // body of the worker's OS thread
+
+ private:
+  friend class worker_pool;
+  fiber_rec* fiber_body();
+  void loop();
+  void run_task(task_record* t);
+  void free_task(task_record* t);
+  fiber_rec* take_ready();
+  fiber_rec* spare_fiber();
+  fiber_rec* new_fiber();
+  void idle_step();
+  void mark_idle();
+
+  worker_pool& pool_;
+  const int index_;
+  worker_counters counters_;
+  chase_lev_deque<task_record*> deque_;
+  stack_pool stacks_;
+
+  fiber_rec main_;                  // the OS thread's own context
+  fiber_rec* current_ = nullptr;    // the running fiber
+  std::vector<fiber_rec*> spare_;   // parked fibers, each at the top of its scheduling loop
+  std::vector<std::unique_ptr<fiber_rec>> fibers_;  // every fiber record this worker made
+  std::vector<fiber_rec*> dead_;    // records of ended fibers, for reuse
+  fiber_rec* local_ready_head_ = nullptr;  // ready fibers, FIFO (owner only)
+  fiber_rec* local_ready_tail_ = nullptr;
+  std::atomic<fiber_rec*> remote_ready_{nullptr};  // woken from other threads, LIFO stack
+  fiber_rec* exit_to_ = nullptr;    // set when the running fiber should end and resume another
+  task_record* free_tasks_ = nullptr;
+  std::size_t free_task_count_ = 0;
+  int help_depth_ = 0;
+  int idle_spins_ = 0;
+  unsigned ticks_ = 0;
+  bool active_ = false;
+  std::thread thread_;
+};
+
+// The workers of one rank, how they steal from each other, and how idle ones sleep.
+class worker_pool {
+ public:
+  worker_pool(rank_services& services, int workers, std::size_t stack_bytes, int idle_spins);
+  ~worker_pool();
+
+  void start(int rank);  // launches the worker threads
+  void join();
+
+  int size() const { return static_cast<int>(workers_.size()); }
+  worker& at(int i) { return *workers_[static_cast<std::size_t>(i)]; }
+  rank_services& services() { return services_; }
+  int idle_spins() const { return idle_spins_; }
+
+  // A task from a thread that is not one of this rank's workers.
+  void inject(task_record* t);
+  task_record* take_injected();
+  task_record* steal_for(int thief);
+
+  // True when no worker runs anything and no task or ready fiber is queued. Call from an idle worker.
+  bool quiet() const;
+  // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
+  void notify() {
+    if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
+  }
+  void notify_all();
+  void sleep(bool must_poll, int& backoff);
+
+  std::atomic<int> active{0};
+
+ private:
+  rank_services& services_;
+  std::vector<std::unique_ptr<worker>> workers_;
+  const int idle_spins_;
+  std::mutex inject_lock_;
+  std::vector<task_record*> injected_;
+  std::atomic<bool> has_injected_{false};
+  std::mutex sleep_lock_;
+  std::condition_variable sleep_cv_;
+  std::atomic<int> sleepers_{0};
+  std::uint64_t wake_epoch_ = 0;  // guarded by sleep_lock_
+};
+
+// The worker running on this thread, or nullptr.
+worker* current_worker();
+
+}  // namespace rill::detail

@@ -1,0 +1,15 @@
+#include <cstdlib>
+
+#include "transport/transport.hpp"
+
+namespace rill::detail {
+
+bool launched_by_mpi_launcher() {
+  // OpenMPI, MPICH/Hydra (PMI), PMIx-based launchers, and Slurm's srun.
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (std::getenv(var) != nullptr) return true;
+  }
+  return false;
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,136 @@
+// The local transport: N ranks as threads of one process, buffers handed over by moving them.
+//
+// Chaos mode (--rill:chaos=SEED) holds each arriving buffer back for a random number of polls and
+// releases held buffers in random order, a random number at a time: deliveries are delayed,
+// reordered (across and within sender/receiver pairs) and batched, reproducibly per seed.
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "transport/transport.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+class local_endpoint;
+
+struct held_buffer {
+  incoming msg;
+  int polls_left;
+};
+
+class local_endpoint final : public endpoint {
+ public:
+  local_endpoint(int rank, int size, const rill::config& cfg, std::vector<local_endpoint*>& peers)
+      : rank_(rank), size_(size), queue_limit_(cfg.queue_buffers), chaos_(cfg.chaos != 0),
+        rng_(cfg.chaos * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)), peers_(peers),
+        in_flight_from_(static_cast<std::size_t>(size)) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  bool try_send(int dest, buffer& b) override {
+    local_endpoint& to = *peers_[static_cast<std::size_t>(dest)];
+    auto& counter = to.in_flight_from_[static_cast<std::size_t>(rank_)];
+    if (counter.load(std::memory_order_acquire) >= queue_limit_) return false;
+    counter.fetch_add(1, std::memory_order_acq_rel);
+    to.deliver(incoming{rank_, std::move(b)});
+    b.clear();
+    return true;
+  }
+
+  std::size_t poll(std::vector<incoming>& out, std::size_t max) override {
+    if (!has_data_.load(std::memory_order_acquire)) return 0;
+    std::lock_guard g(lock_);
+    std::size_t n = 0;
+    if (!chaos_) {
+      while (n < max && !inbox_.empty()) {
+        release(out, std::move(inbox_.front().msg));
+        inbox_.pop_front();
+        ++n;
+      }
+    } else {
+      for (auto& h : inbox_) h.polls_left = std::max(0, h.polls_left - 1);
+      // Release a random batch of the buffers whose delay has run out, in random order.
+      std::shuffle(inbox_.begin(), inbox_.end(), rng_);
+      const std::size_t batch = std::uniform_int_distribution<std::size_t>(1, std::max<std::size_t>(1, max))(rng_);
+      for (auto it = inbox_.begin(); it != inbox_.end() && n < batch;) {
+        if (it->polls_left == 0) {
+          release(out, std::move(it->msg));
+          it = inbox_.erase(it);
+          ++n;
+        } else {
+          ++it;
+        }
+      }
+    }
+    has_data_.store(!inbox_.empty(), std::memory_order_release);
+    return n;
+  }
+
+  bool needs_polling() const override { return chaos_ && has_data_.load(std::memory_order_acquire); }
+
+  void on_arrival(std::function<void()> wake) override { wake_ = std::move(wake); }
+
+ private:
+  void deliver(incoming msg) {
+    {
+      std::lock_guard g(lock_);
+      const int delay = chaos_ ? std::uniform_int_distribution<int>(0, 8)(rng_) : 0;
+      inbox_.push_back({std::move(msg), delay});
+      has_data_.store(true, std::memory_order_release);
+    }
+    if (wake_) wake_();
+  }
+
+  void release(std::vector<incoming>& out, incoming msg) {
+    in_flight_from_[static_cast<std::size_t>(msg.source)].fetch_sub(1, std::memory_order_acq_rel);
+    out.push_back(std::move(msg));
+  }
+
+  const int rank_;
+  const int size_;
+  const int queue_limit_;
+  const bool chaos_;
+  std::mt19937_64 rng_;  // guarded by lock_
+  std::vector<local_endpoint*>& peers_;
+  std::vector<std::atomic<int>> in_flight_from_;  // buffers queued here, per sender
+  std::mutex lock_;
+  std::deque<held_buffer> inbox_;
+  std::atomic<bool> has_data_{false};
+  std::function<void()> wake_;
+};
+
+class local_transport final : public transport {
+ public:
+  explicit local_transport(const rill::config& cfg) {
+    for (int r = 0; r < cfg.ranks; ++r) {
+      owned_.push_back(std::make_unique<local_endpoint>(r, cfg.ranks, cfg, peers_));
+      peers_.push_back(owned_.back().get());
+    }
+  }
+  int size() const override { return static_cast<int>(owned_.size()); }
+  std::vector<endpoint*> local_endpoints() override { return {peers_.begin(), peers_.end()}; }
+  int cores_per_rank() const override {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / size());
+  }
+  void check_same_build(std::uint64_t) override {}  // one process, one binary
+  void finish() override {}
+
+ private:
+  std::vector<local_endpoint*> peers_;
+  std::vector<std::unique_ptr<local_endpoint>> owned_;
+};
+
+}  // namespace
+
+std::unique_ptr<transport> make_local_transport(const rill::config& cfg) {
+  return std::make_unique<local_transport>(cfg);
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,279 @@
+// The MPI transport: one rank per MPI process, on a duplicate of MPI_COMM_WORLD.
+//
+// MPI is initialised with MPI_THREAD_SERIALIZED (or whatever the program already initialised, if at
+// least that) and every MPI call is made under one mutex, so no two threads ever call MPI at once.
+// Receives are pre-posted for buffers up to the eager size; larger buffers are announced by their
+// tag and received with a matched probe. Sends are non-blocking; their buffers live until complete.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
+#include "rill/error.hpp"
+#include "transport/transport.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+constexpr int tag_eager = 7301;
+constexpr int tag_large = 7302;
+constexpr int preposted = 16;
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    fatal("MPI call {} failed: {}", what, std::string(text, static_cast<std::size_t>(len)));
+  }
+}
+
+MPI_Comm abort_comm = MPI_COMM_WORLD;
+void abort_all(int code) { MPI_Abort(abort_comm, code); }
+
+class mpi_endpoint final : public endpoint {
+ public:
+  mpi_endpoint(MPI_Comm comm, const rill::config& cfg)
+      : comm_(comm), queue_limit_(static_cast<std::size_t>(cfg.queue_buffers)),
+        eager_bytes_(cfg.agg_bytes + cfg.large_bytes + 64) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    in_flight_to_.assign(static_cast<std::size_t>(size_), 0);
+    recv_bufs_.resize(preposted);
+    recv_reqs_.assign(preposted, MPI_REQUEST_NULL);
+    for (int i = 0; i < preposted; ++i) post(i);
+  }
+
+  ~mpi_endpoint() override = default;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  bool try_send(int dest, buffer& b) override {
+    if (dest == rank_) {  // loop back without MPI
+      std::lock_guard g(self_lock_);
+      self_.push_back(incoming{rank_, std::move(b)});
+      b.clear();
+      return true;
+    }
+    std::lock_guard g(lock_);
+    if (in_flight_to_[static_cast<std::size_t>(dest)] >= queue_limit_) {
+      complete_sends();
+      if (in_flight_to_[static_cast<std::size_t>(dest)] >= queue_limit_) return false;
+    }
+    const int tag = b.size() <= eager_bytes_ ? tag_eager : tag_large;
+    send_bufs_.push_back(std::move(b));
+    send_dest_.push_back(dest);
+    send_reqs_.push_back(MPI_REQUEST_NULL);
+    b.clear();
+    check(MPI_Isend(send_bufs_.back().data(), static_cast<int>(send_bufs_.back().size()), MPI_BYTE, dest, tag, comm_,
+                    &send_reqs_.back()),
+          "MPI_Isend");
+    ++in_flight_to_[static_cast<std::size_t>(dest)];
+    return true;
+  }
+
+  std::size_t poll(std::vector<incoming>& out, std::size_t max) override {
+    std::size_t n = 0;
+    {
+      std::lock_guard g(self_lock_);
+      while (n < max && !self_.empty()) {
+        out.push_back(std::move(self_.front()));
+        self_.pop_front();
+        ++n;
+      }
+    }
+    std::unique_lock g(lock_, std::try_to_lock);
+    if (!g.owns_lock()) return n;  // another worker is polling
+    complete_sends();
+    int done = 0;
+    check(MPI_Testsome(preposted, recv_reqs_.data(), &done, indices_, statuses_), "MPI_Testsome");
+    for (int k = 0; k < done && done != MPI_UNDEFINED; ++k) {
+      const int i = indices_[k];
+      int count = 0;
+      MPI_Get_count(&statuses_[k], MPI_BYTE, &count);
+      buffer b = std::move(recv_bufs_[static_cast<std::size_t>(i)]);
+      b.resize(static_cast<std::size_t>(count));
+      out.push_back(incoming{statuses_[k].MPI_SOURCE, std::move(b)});
+      ++n;
+      post(i);
+    }
+    while (n < max) {
+      int flag = 0;
+      MPI_Message msg;
+      MPI_Status st;
+      check(MPI_Improbe(MPI_ANY_SOURCE, tag_large, comm_, &flag, &msg, &st), "MPI_Improbe");
+      if (!flag) break;
+      int count = 0;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      buffer b(static_cast<std::size_t>(count));
+      check(MPI_Mrecv(b.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
+      out.push_back(incoming{st.MPI_SOURCE, std::move(b)});
+      ++n;
+    }
+    return n;
+  }
+
+  bool needs_polling() const override { return true; }
+  void on_arrival(std::function<void()>) override {}
+
+  // Completes all sends, waits for every rank, and cancels the pre-posted receives.
+  void finish() {
+    std::lock_guard g(lock_);
+    check(MPI_Waitall(static_cast<int>(send_reqs_.size()), send_reqs_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    send_reqs_.clear();
+    send_bufs_.clear();
+    check(MPI_Barrier(comm_), "MPI_Barrier");
+    for (auto& r : recv_reqs_) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+  }
+
+ private:
+  void post(int i) {
+    auto& b = recv_bufs_[static_cast<std::size_t>(i)];
+    b.resize(eager_bytes_);
+    check(MPI_Irecv(b.data(), static_cast<int>(b.size()), MPI_BYTE, MPI_ANY_SOURCE, tag_eager, comm_,
+                    &recv_reqs_[static_cast<std::size_t>(i)]),
+          "MPI_Irecv");
+  }
+
+  // Called with lock_ held.
+  void complete_sends() {
+    if (send_reqs_.empty()) return;
+    int done = 0;
+    completed_.resize(send_reqs_.size());
+    check(MPI_Testsome(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &done, completed_.data(),
+                       MPI_STATUSES_IGNORE),
+          "MPI_Testsome");
+    if (done == 0 || done == MPI_UNDEFINED) return;
+    for (int k = 0; k < done; ++k) --in_flight_to_[static_cast<std::size_t>(send_dest_[static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)])])];
+    // Compact: keep the requests still pending (Testsome set completed ones to MPI_REQUEST_NULL).
+    std::size_t w = 0;
+    for (std::size_t r = 0; r < send_reqs_.size(); ++r) {
+      if (send_reqs_[r] == MPI_REQUEST_NULL) continue;
+      if (w != r) {
+        send_reqs_[w] = send_reqs_[r];
+        send_bufs_[w] = std::move(send_bufs_[r]);
+        send_dest_[w] = send_dest_[r];
+      }
+      ++w;
+    }
+    send_reqs_.resize(w);
+    send_bufs_.resize(w);
+    send_dest_.resize(w);
+  }
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 0;
+  const std::size_t queue_limit_;
+  const std::size_t eager_bytes_;
+  std::mutex lock_;  // every MPI call below is made holding it
+  std::vector<buffer> recv_bufs_;
+  std::vector<MPI_Request> recv_reqs_;
+  int indices_[preposted];
+  MPI_Status statuses_[preposted];
+  std::vector<buffer> send_bufs_;
+  std::vector<MPI_Request> send_reqs_;
+  std::vector<int> send_dest_;
+  std::vector<int> completed_;
+  std::vector<std::size_t> in_flight_to_;
+  std::mutex self_lock_;
+  std::deque<incoming> self_;
+};
+
+class mpi_transport final : public transport {
+ public:
+  explicit mpi_transport(const rill::config& cfg) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) {
+      int provided = MPI_THREAD_SINGLE;
+      MPI_Query_thread(&provided);
+      if (provided < MPI_THREAD_SERIALIZED) {
+        std::fprintf(stderr,
+                     "rill: fatal: the program initialised MPI with thread level %d; Rill's workers need at least "
+                     "MPI_THREAD_SERIALIZED (MPI_Init_thread)\n",
+                     provided);
+        std::exit(exit_fatal);
+      }
+    } else {
+      int provided = MPI_THREAD_SINGLE;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+      if (provided < MPI_THREAD_SERIALIZED) {
+        std::fprintf(stderr, "rill: fatal: this MPI library does not provide MPI_THREAD_SERIALIZED\n");
+        MPI_Finalize();
+        std::exit(exit_fatal);
+      }
+      owns_mpi_ = true;
+    }
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    abort_comm = comm_;
+    set_fatal_abort_hook(&abort_all);
+    MPI_Comm node;
+    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &ranks_on_node_);
+    MPI_Comm_free(&node);
+    ep_ = std::make_unique<mpi_endpoint>(comm_, cfg);
+  }
+
+  ~mpi_transport() override {
+    ep_.reset();
+    set_fatal_abort_hook(nullptr);
+    MPI_Comm_free(&comm_);
+    if (owns_mpi_) MPI_Finalize();
+  }
+
+  int size() const override { return ep_->size(); }
+  std::vector<endpoint*> local_endpoints() override { return {ep_.get()}; }
+  int cores_per_rank() const override {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / std::max(1, ranks_on_node_));
+  }
+
+  void check_same_build(std::uint64_t fingerprint) override {
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(size()));
+    check(MPI_Allgather(&fingerprint, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_), "MPI_Allgather");
+    for (int r = 0; r < size(); ++r) {
+      if (all[static_cast<std::size_t>(r)] != all[0]) {
+        std::fprintf(stderr,
+                     "rill: fatal: rank %d runs a different build than rank 0 (fingerprint %016llx vs %016llx): "
+                     "every rank must run the same binary\n",
+                     ep_->rank(), static_cast<unsigned long long>(all[static_cast<std::size_t>(r)]),
+                     static_cast<unsigned long long>(all[0]));
+        std::fflush(stderr);
+        ep_.reset();
+        set_fatal_abort_hook(nullptr);
+        MPI_Comm_free(&comm_);
+        if (owns_mpi_) MPI_Finalize();
+        std::exit(exit_fatal);
+      }
+    }
+  }
+
+  void finish() override { ep_->finish(); }
+
+ private:
+  bool owns_mpi_ = false;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int ranks_on_node_ = 1;
+  std::unique_ptr<mpi_endpoint> ep_;
+};
+
+}  // namespace
+
+std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg) { return std::make_unique<mpi_transport>(cfg); }
+
+}  // namespace rill::detail

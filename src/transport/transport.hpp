@@ -1,0 +1,64 @@
+// The transport: moves byte buffers between ranks. Nothing above this interface knows whether ranks
+// are threads of one process (local) or MPI processes (mpi).
+//
+// One endpoint per rank. All methods are thread-safe: any worker of the rank may call them.
+// Delivery is exactly once, in no guaranteed order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "rill/config.hpp"
+
+namespace rill::detail {
+
+using buffer = std::vector<std::byte>;
+
+struct incoming {
+  int source;
+  buffer bytes;
+};
+
+class endpoint {
+ public:
+  virtual ~endpoint() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Hands `b` to the network. Returns false, leaving `b` untouched, when `dest` already has as many
+  // buffers in flight as the queue allows: the caller applies back-pressure and tries again.
+  virtual bool try_send(int dest, buffer& b) = 0;
+  // Moves up to `max` received buffers into `out`; completes finished sends. Never blocks.
+  virtual std::size_t poll(std::vector<incoming>& out, std::size_t max) = 0;
+  // True when received data may be waiting that only poll() will notice (MPI, chaos holding
+  // messages back): then an idle rank must keep polling, with back-off, instead of sleeping.
+  virtual bool needs_polling() const = 0;
+  // Called (from any thread) when a buffer arrives for this endpoint; used to wake sleepers.
+  virtual void on_arrival(std::function<void()> wake) = 0;
+};
+
+// The ranks of this process and what they share.
+class transport {
+ public:
+  virtual ~transport() = default;
+  virtual int size() const = 0;
+  virtual std::vector<endpoint*> local_endpoints() = 0;
+  // Cores available to each rank of this process (for the default worker count).
+  virtual int cores_per_rank() const = 0;
+  // Collective start-up check: every rank must run the same binary. Exits with a clear message on
+  // every rank when they differ.
+  virtual void check_same_build(std::uint64_t fingerprint) = 0;
+  // Collective end: all sends complete, every rank has reached this point.
+  virtual void finish() = 0;
+};
+
+std::unique_ptr<transport> make_local_transport(const rill::config& cfg);
+std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg);
+
+// True when the environment shows an MPI launcher (mpirun, mpiexec, srun) started this process.
+bool launched_by_mpi_launcher();
+
+}  // namespace rill::detail
