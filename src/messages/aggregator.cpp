@@ -53,9 +53,11 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
 
 void aggregator::commit(int dest) {
   if (pending_large_dest == dest && !pending_large.empty()) {
-    pending_large_dest = -1;
-    submit_(dest, std::move(pending_large));
+    // Own the buffer before submitting: submit may yield to a fiber that reserves anew.
+    buffer mine = std::move(pending_large);
     pending_large = buffer{};
+    pending_large_dest = -1;
+    submit_(dest, std::move(mine));
     return;
   }
   queue& q = queues_[static_cast<std::size_t>(dest)];

@@ -29,7 +29,7 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
 
 rank_state::~rank_state() = default;
 
-void rank_state::transmit(int dest, buffer&& b) {
+void rank_state::transmit(int dest, buffer b) {
   const std::size_t bytes = b.size();
   while (!ep_.try_send(dest, b)) {
     // Back-pressure: the destination has a full queue. Make progress (which may drain our own

@@ -38,7 +38,7 @@ class rank_state final : public rank_services {
   rill::rank_stats stats();
 
   // Hands a buffer to the endpoint, waiting (yielding inside a task) while the destination is full.
-  void transmit(int dest, buffer&& b);
+  void transmit(int dest, buffer b);
 
  private:
   void dispatch(incoming& in);

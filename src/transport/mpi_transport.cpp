@@ -249,9 +249,9 @@ class mpi_transport final : public transport {
     for (int r = 0; r < size(); ++r) {
       if (all[static_cast<std::size_t>(r)] != all[0]) {
         std::fprintf(stderr,
-                     "rill: fatal: rank %d runs a different build than rank 0 (fingerprint %016llx vs %016llx): "
-                     "every rank must run the same binary\n",
-                     ep_->rank(), static_cast<unsigned long long>(all[static_cast<std::size_t>(r)]),
+                     "rill: fatal: (on rank %d) rank %d runs a different build than rank 0 (fingerprint %016llx vs "
+                     "%016llx): every rank must run the same binary\n",
+                     ep_->rank(), r, static_cast<unsigned long long>(all[static_cast<std::size_t>(r)]),
                      static_cast<unsigned long long>(all[0]));
         std::fflush(stderr);
         ep_.reset();

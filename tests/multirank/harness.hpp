@@ -1,0 +1,84 @@
+// Runs the same multi-rank tests on the local transport (every ranks/chaos/workers combination
+// below) and, when started by mpirun, on the mpi transport (the launcher's ranks).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "rill/rill.hpp"
+
+namespace rill_test {
+
+struct setup {
+  int ranks;
+  int workers;
+  std::uint64_t chaos;
+};
+
+inline bool under_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+inline std::vector<setup> setups() {
+  if (under_mpi()) return {{0, 1, 0}, {0, 2, 0}};
+  return {{1, 1, 0}, {2, 1, 0}, {2, 2, 3}, {4, 1, 0}, {4, 2, 7}, {8, 1, 11}, {8, 1, 0}, {3, 2, 42}};
+}
+
+inline std::string name_of(const ::testing::TestParamInfo<setup>& info) {
+  if (under_mpi()) return "mpi_w" + std::to_string(info.param.workers);
+  return "r" + std::to_string(info.param.ranks) + "_w" + std::to_string(info.param.workers) + "_chaos" +
+         std::to_string(info.param.chaos);
+}
+
+// Owns argv storage for a runtime built from flags.
+struct args {
+  explicit args(const setup& s, std::vector<std::string> extra = {}) {
+    words.push_back("multirank_test");
+    if (under_mpi()) {
+      words.push_back("--rill:transport=mpi");
+    } else {
+      words.push_back("--rill:transport=local");
+      words.push_back("--rill:ranks=" + std::to_string(s.ranks));
+      words.push_back("--rill:chaos=" + std::to_string(s.chaos));
+    }
+    words.push_back("--rill:workers=" + std::to_string(s.workers));
+    for (auto& e : extra) words.push_back(std::move(e));
+    for (auto& w : words) ptrs.push_back(w.data());
+    ptrs.push_back(nullptr);
+    argc = static_cast<int>(words.size());
+  }
+  std::vector<std::string> words;
+  std::vector<char*> ptrs;
+  int argc;
+  char** argv() { return ptrs.data(); }
+};
+
+// Counters indexed by rank, visible to every rank of this process (all of them under local,
+// one under mpi). Tests check the slots of the ranks this process runs.
+inline constexpr int max_ranks = 16;
+using per_rank = std::array<std::atomic<std::uint64_t>, max_ranks>;
+using per_pair = std::array<std::atomic<std::uint64_t>, max_ranks * max_ranks>;
+
+template <class A>
+void reset(A& a) {
+  for (auto& x : a) x.store(0);
+}
+
+// The ranks this process hosts: all of them (local) or its own (mpi).
+inline std::vector<int> hosted_ranks(int ranks, int my_mpi_rank) {
+  if (!under_mpi()) {
+    std::vector<int> all;
+    for (int r = 0; r < ranks; ++r) all.push_back(r);
+    return all;
+  }
+  return {my_mpi_rank};
+}
+
+}  // namespace rill_test

@@ -1,0 +1,191 @@
+// Active messages between ranks: exactly-once delivery of mixed sizes between all pairs, replies,
+// back-pressure, and shutdown that waits for every message.
+#include <mpi.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace rill_test {
+namespace {
+
+class messages : public ::testing::TestWithParam<setup> {};
+
+int my_mpi_rank() {
+  int r = 0;
+  if (under_mpi()) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+per_pair received;  // [receiver * max_ranks + sender]
+per_pair checksum;
+
+void count(int from, std::uint64_t value) {
+  const int me = rill::rank_me();
+  received[static_cast<std::size_t>(me * max_ranks + from)]++;
+  checksum[static_cast<std::size_t>(me * max_ranks + from)] += value;
+}
+
+std::uint64_t expected_value(int from, int to, int i) {
+  return static_cast<std::uint64_t>(from) * 1000003u + static_cast<std::uint64_t>(to) * 101u + static_cast<std::uint64_t>(i);
+}
+
+struct wide {
+  std::uint64_t words[40];  // 320 bytes, trivially copyable
+};
+
+// Sends `per_pair_count` messages from every rank to every rank, cycling through payload kinds:
+// a trivially copyable scalar, a 320-byte struct, a string, a vector larger than large-bytes, and
+// a map. Each message carries a value that the receiver sums per sender.
+void all_pairs(int per_pair_count) {
+  const int me = rill::rank_me();
+  const int n = rill::rank_n();
+  for (int i = 0; i < per_pair_count; ++i) {
+    for (int to = 0; to < n; ++to) {
+      const std::uint64_t v = expected_value(me, to, i);
+      switch (i % 5) {
+        case 0:
+          rill::am::send(to, [](int from, std::uint64_t x) { count(from, x); }, me, v);
+          break;
+        case 1: {
+          wide w{};
+          for (std::uint64_t k = 0; k < 40; ++k) w.words[k] = v + k;
+          rill::am::send(to, [](int from, wide x) {
+            for (std::uint64_t k = 0; k < 40; ++k)
+              if (x.words[k] != x.words[0] + k) ADD_FAILURE() << "wide payload corrupted";
+            count(from, x.words[0]);
+          }, me, w);
+          break;
+        }
+        case 2:
+          rill::am::send(to, [](int from, std::string s) { count(from, std::stoull(s)); }, me, std::to_string(v));
+          break;
+        case 3: {
+          std::vector<std::uint64_t> big(3000 + static_cast<std::size_t>(i % 7), v);  // ~24 KiB: travels alone
+          rill::am::send(to, [](int from, const std::vector<std::uint64_t>& b) {
+            for (auto x : b)
+              if (x != b.front()) ADD_FAILURE() << "large payload corrupted";
+            count(from, b.front());
+          }, me, big);
+          break;
+        }
+        default: {
+          std::map<std::string, std::uint64_t> m{{"value", v}, {"pad", 7}};
+          rill::am::send(to, [](int from, std::map<std::string, std::uint64_t> mm) { count(from, mm.at("value")); },
+                         me, m);
+        }
+      }
+    }
+  }
+}
+
+void check_all_pairs(int ranks, int per_pair_count) {
+  for (int to : hosted_ranks(ranks, my_mpi_rank())) {
+    for (int from = 0; from < ranks; ++from) {
+      std::uint64_t sum = 0;
+      for (int i = 0; i < per_pair_count; ++i) sum += expected_value(from, to, i);
+      EXPECT_EQ(received[static_cast<std::size_t>(to * max_ranks + from)].load(), static_cast<std::uint64_t>(per_pair_count))
+          << "messages from rank " << from << " to rank " << to;
+      EXPECT_EQ(checksum[static_cast<std::size_t>(to * max_ranks + from)].load(), sum)
+          << "payload sum from rank " << from << " to rank " << to;
+    }
+  }
+}
+
+TEST_P(messages, every_pair_receives_every_message_exactly_once) {
+  reset(received);
+  reset(checksum);
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  const int per_pair_count = 200;
+  // No waiting in the program: run_spmd returns only once every message has been handled.
+  EXPECT_EQ(rt.run_spmd([&] { all_pairs(per_pair_count); }), 0);
+  check_all_pairs(rt.ranks(), per_pair_count);
+}
+
+TEST_P(messages, back_pressure_with_one_buffer_in_flight_loses_nothing) {
+  reset(received);
+  reset(checksum);
+  args a(GetParam(), {"--rill:queue-buffers=1", "--rill:agg-bytes=128", "--rill:large-bytes=256"});
+  rill::runtime rt(a.argc, a.argv());
+  const int per_pair_count = 100;
+  EXPECT_EQ(rt.run_spmd([&] { all_pairs(per_pair_count); }), 0);
+  check_all_pairs(rt.ranks(), per_pair_count);
+}
+
+per_rank replies;
+
+TEST_P(messages, waiting_fibers_collect_replies_from_every_rank) {
+  reset(replies);
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  constexpr int tasks = 300;
+  const int code = rt.run_spmd([] {
+    const int n = rill::rank_n();
+    rill::latch all(tasks);
+    for (int t = 0; t < tasks; ++t) {
+      rill::spawn([t, n, &all] {
+        // Each task asks another rank to compute something and waits for the answer.
+        std::uint64_t answer = 0;
+        rill::latch got(1);
+        const int to = (rill::rank_me() + t) % n;
+        rill::am::send(to, [](std::uint64_t* out, rill::latch* done, int x) {
+          rill::am::send(rill::am::sender(), [](std::uint64_t* o, rill::latch* d, std::uint64_t v) {
+            *o = v;
+            d->count_down();
+          }, out, done, static_cast<std::uint64_t>(x) * 3 + static_cast<std::uint64_t>(rill::rank_me()));
+        }, &answer, &got, t);
+        got.wait();
+        if (answer != static_cast<std::uint64_t>(t) * 3 + static_cast<std::uint64_t>(to)) ADD_FAILURE() << "wrong reply";
+        replies[static_cast<std::size_t>(rill::rank_me())]++;
+        all.count_down();
+      });
+    }
+    all.wait();
+    return 0;
+  });
+  EXPECT_EQ(code, 0);
+  for (int r : hosted_ranks(rt.ranks(), my_mpi_rank())) EXPECT_EQ(replies[static_cast<std::size_t>(r)].load(), static_cast<std::uint64_t>(tasks));
+}
+
+per_rank hops_seen;
+constexpr int chains = 50;
+constexpr int length = 40;
+
+void hop(int left) {
+  hops_seen[static_cast<std::size_t>(rill::rank_me())]++;
+  if (left == 0) return;
+  // Detach work into a local task, which then sends on: termination must see both.
+  rill::spawn([left] { rill::am::send((rill::rank_me() + left) % rill::rank_n(), hop, left - 1); });
+}
+
+TEST_P(messages, run_returns_only_after_all_forwarded_work_is_done) {
+  reset(hops_seen);
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  const int code = rt.run([] {
+    for (int c = 0; c < chains; ++c) rill::am::send(c % rill::rank_n(), hop, length);
+    return 17;  // returns at once; the chains are still travelling
+  });
+  EXPECT_EQ(code, 17);  // on every rank
+  std::uint64_t here = 0;
+  for (int r : hosted_ranks(rt.ranks(), my_mpi_rank())) here += hops_seen[static_cast<std::size_t>(r)].load();
+  std::uint64_t total = here;
+  if (under_mpi()) MPI_Allreduce(&here, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(total, static_cast<std::uint64_t>(chains) * (length + 1));
+}
+
+TEST_P(messages, spmd_returns_the_lowest_ranked_failure) {
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  const int n = rt.ranks();
+  const int code = rt.run_spmd([] { return rill::rank_me() == 0 ? 0 : 10 + rill::rank_me(); });
+  EXPECT_EQ(code, n == 1 ? 0 : 11);
+}
+
+INSTANTIATE_TEST_SUITE_P(transports, messages, ::testing::ValuesIn(setups()), name_of);
+
+}  // namespace
+}  // namespace rill_test
