@@ -32,11 +32,10 @@ rank_state::~rank_state() = default;
 void rank_state::transmit(int dest, buffer b) {
   const std::size_t bytes = b.size();
   while (!ep_.try_send(dest, b)) {
-    // Back-pressure: the destination has a full queue. Make progress (which may drain our own
-    // inbox, so that a peer blocked on us can move) and let other work run.
+    // Back-pressure: the destination's queue is full. This fiber waits while the worker polls
+    // (draining our own inbox, so that a peer blocked on us can move) and runs other work.
     if (worker* w = current_worker(); w && &w->pool() == &pool_) {
-      progress(*w);
-      w->yield();
+      w->wait_for_progress();
     } else {
       std::this_thread::yield();
     }

@@ -1,7 +1,13 @@
-// A fiber: a Boost.Context continuation plus what the sanitizers need to follow stack switches.
+// A fiber: a saved machine context (Boost.Context's fcontext, the layer its own fiber class is
+// built on) plus what the sanitizers need to follow stack switches.
+//
+// Every switch passes the suspended fiber's record to the resumed one, which stores the suspended
+// context in it before doing anything else; so a fiber's context is saved before any other thread
+// can learn that it may be resumed (fibers only ever run on the worker that created them).
 #pragma once
 
-#include <boost/context/fiber.hpp>
+#include <boost/context/detail/fcontext.hpp>
+#include <boost/context/stack_context.hpp>
 
 #include <cstddef>
 
@@ -23,26 +29,26 @@
 namespace rill::detail {
 
 struct fiber_rec {
-  boost::context::fiber cont;       // where to resume this fiber while it is not running
-  const void* stack_bottom = nullptr;  // lowest address of its stack (for ASan)
+  boost::context::detail::fcontext_t ctx = nullptr;  // where to resume it while it is suspended
+  boost::context::stack_context stack{};             // empty for a thread's own stack
+  const void* stack_bottom = nullptr;                 // lowest address of its stack (for ASan)
   std::size_t stack_size = 0;
   void* tsan_fiber = nullptr;
-  fiber_rec* next = nullptr;        // ready-queue link
+  void (*entry)(fiber_rec* self) = nullptr;  // what a new fiber runs; it must end in exit_fiber()
+  void* owner = nullptr;                     // for the entry: the worker it belongs to
+  int help_depth = 0;                        // tasks nested on this stack by waits and yields
+  fiber_rec* next = nullptr;                 // ready-queue link
 };
 
-// Fills in the calling thread's own stack as a fiber record (the thread's original context).
+// Describes the calling thread's own stack as a fiber record (the thread's original context).
 void init_thread_fiber(fiber_rec& main);
-void destroy_thread_fiber(fiber_rec& main);
-
+// Prepares `f` to run f.entry(&f) on `stack` at its first switch.
+void make_fiber(fiber_rec& f, boost::context::stack_context stack);
 // Suspends `from` (the running fiber) and runs `to`.
 void switch_fiber(fiber_rec* from, fiber_rec* to);
-
-// Called first thing in a new fiber's entry function.
-void fiber_started();
-// Called by a fiber about to finish, right before it returns `to`'s continuation.
-void fiber_finishing(fiber_rec* to);
-// Sanitizer bookkeeping for a new fiber record, given its stack, and for its end.
-void fiber_created(fiber_rec& f, const void* stack_bottom, std::size_t size);
-void fiber_destroyed(fiber_rec& f);
+// Ends the running fiber `self` for good and runs `to`; `self`'s stack may be reused once `to` runs.
+[[noreturn]] void exit_fiber(fiber_rec* self, fiber_rec* to);
+// Sanitizer bookkeeping once an ended fiber's record is reused or dropped.
+void forget_fiber(fiber_rec& f);
 
 }  // namespace rill::detail

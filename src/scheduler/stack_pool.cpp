@@ -41,9 +41,9 @@ stack_pool::~stack_pool() {
 
 boost::context::stack_context stack_pool::get() {
   if (!free_.empty()) {
-    last_ = free_.back();
+    auto sc = free_.back();
     free_.pop_back();
-    return last_;
+    return sc;
   }
   const bool guarded = guarded_budget.fetch_sub(1, std::memory_order_relaxed) > 0;
   if (!guarded) {
@@ -60,7 +60,6 @@ boost::context::stack_context stack_pool::get() {
   boost::context::stack_context sc;
   sc.size = bytes_;
   sc.sp = static_cast<char*>(base) + length;  // stacks grow down from the top
-  last_ = sc;
   return sc;
 }
 

@@ -22,8 +22,6 @@ class stack_pool {
   boost::context::stack_context get();
   void put(boost::context::stack_context sc);
   std::size_t stack_bytes() const { return bytes_; }
-  // The stack most recently handed out by get().
-  const boost::context::stack_context& last() const { return last_; }
 
  private:
   struct mapping {
@@ -32,16 +30,8 @@ class stack_pool {
     bool guarded;
   };
   std::size_t bytes_;
-  boost::context::stack_context last_{};
   std::vector<boost::context::stack_context> free_;
   std::vector<mapping> all_;
-};
-
-// The StackAllocator Boost.Context uses; copies share the pool.
-struct pooled_stack_allocator {
-  stack_pool* pool;
-  boost::context::stack_context allocate() { return pool->get(); }
-  void deallocate(boost::context::stack_context& sc) { pool->put(sc); }
 };
 
 }  // namespace rill::detail

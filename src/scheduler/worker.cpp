@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <semaphore>
@@ -12,14 +13,12 @@
 
 namespace rill::detail {
 
-namespace ctx = boost::context;
-
 namespace {
 
 thread_local worker* tls_worker = nullptr;
 
-// Nesting limit for tasks run inline by waits and yields (each nests on the current stack).
-constexpr int max_help_depth = 48;
+// Bytes of fiber stack allowed per task run inline by waits and yields (each nests on the stack).
+constexpr std::size_t stack_per_help = 2048;
 // Scheduling iterations between network polls while local work keeps a worker busy.
 constexpr unsigned poll_every = 32;
 // Task records a worker keeps for reuse.
@@ -36,7 +35,8 @@ inline void cpu_relax() {
 worker* current_worker() { return tls_worker; }
 
 worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
-    : pool_(pool), index_(index), stacks_(stack_bytes) {}
+    : pool_(pool), index_(index), stacks_(stack_bytes),
+      max_help_depth_(static_cast<int>(std::clamp<std::size_t>(stack_bytes / stack_per_help, 2, 64))) {}
 
 worker::~worker() {
   while (free_tasks_ != nullptr) {
@@ -44,14 +44,14 @@ worker::~worker() {
     free_tasks_ = t->next;
     delete t;
   }
-  // Fibers still suspended at shutdown wait for something that will never come; resuming them to
-  // unwind would run user code after the program ended. Their continuations are forgotten (not
-  // destroyed, which would unwind) and their stacks go with the pool.
+  // Fibers still suspended at shutdown wait for something that will never come; resuming them
+  // would run user code after the program ended. They are dropped; their stacks go with the pool.
+  reclaim_ended();
   std::size_t stuck = 0;
   for (auto& f : fibers_) {
-    if (f->cont) {
+    if (f->ctx) {
       ++stuck;
-      new (&f->cont) ctx::fiber();
+      forget_fiber(*f);
     }
   }
   if (stuck > 0) log().warn("{} task(s) were still waiting when their rank stopped", stuck);
@@ -125,6 +125,7 @@ bool worker::has_local_work() const {
 }
 
 fiber_rec* worker::new_fiber() {
+  reclaim_ended();
   fiber_rec* f;
   if (!dead_.empty()) {
     f = dead_.back();
@@ -133,15 +134,20 @@ fiber_rec* worker::new_fiber() {
     fibers_.push_back(std::make_unique<fiber_rec>());
     f = fibers_.back().get();
   }
-  pooled_stack_allocator alloc{&stacks_};
-  f->cont = ctx::fiber(std::allocator_arg, alloc, [this](ctx::fiber&&) {
-    fiber_rec* to = fiber_body();
-    return std::move(to->cont);
-  });
-  const auto& sc = stacks_.last();
-  fiber_created(*f, static_cast<char*>(sc.sp) - sc.size, sc.size);
+  f->owner = this;
+  f->entry = [](fiber_rec* self) { static_cast<worker*>(self->owner)->fiber_body(self); };
+  make_fiber(*f, stacks_.get());
   worker_counters::bump(counters_.fibers_created);
   return f;
+}
+
+void worker::reclaim_ended() {
+  for (fiber_rec* f : ended_) {
+    stacks_.put(f->stack);
+    forget_fiber(*f);
+    dead_.push_back(f);
+  }
+  ended_.clear();
 }
 
 fiber_rec* worker::spare_fiber() {
@@ -153,19 +159,15 @@ fiber_rec* worker::spare_fiber() {
   return new_fiber();
 }
 
-fiber_rec* worker::fiber_body() {
-  fiber_started();
+void worker::fiber_body(fiber_rec* self) {
   loop();
   // The loop ended: either the rank stops (go back to the thread's own context) or this fiber is
-  // surplus and hands the worker to exit_to_. Boost.Context frees the stack once we return.
+  // surplus and hands the worker to exit_to_. Its stack is reclaimed once we are off it.
   fiber_rec* to = exit_to_ ? exit_to_ : &main_;
   exit_to_ = nullptr;
-  fiber_rec* self = current_;
   current_ = to;
-  fiber_finishing(to);
-  fiber_destroyed(*self);
-  dead_.push_back(self);
-  return to;
+  ended_.push_back(self);
+  exit_fiber(self, to);
 }
 
 void worker::loop() {
@@ -191,10 +193,10 @@ void worker::loop() {
       mark_active();
       idle_spins_ = 0;
       run_task(t);
-      if (++ticks_ % poll_every == 0) services.progress(*this);
+      if (++ticks_ % poll_every == 0) progress_and_release();
       continue;
     }
-    if (services.progress(*this)) {
+    if (progress_and_release()) {
       idle_spins_ = 0;
       continue;
     }
@@ -268,13 +270,32 @@ void worker::yield() {
 }
 
 bool worker::help_once() {
-  if (help_depth_ >= max_help_depth) return false;
+  if (current_->help_depth >= max_help_depth_) return false;
   task_record* t = deque_.pop();
   if (!t) return false;
-  ++help_depth_;
+  fiber_rec* self = current_;
+  ++self->help_depth;
   run_task(t);
-  --help_depth_;
+  --self->help_depth;
   return true;
+}
+
+void worker::wait_for_progress() {
+  // Parked until the scheduling loop has polled the network once more; the loop runs other work
+  // meanwhile, on another fiber, so waiting never nests work on this stack.
+  fiber_rec* self = current_;
+  blocked_.push_back(self);
+  fiber_rec* next = take_ready();
+  if (!next) next = spare_fiber();
+  current_ = next;
+  switch_fiber(self, next);
+}
+
+bool worker::progress_and_release() {
+  const bool did = pool_.services().progress(*this);
+  for (fiber_rec* f : blocked_) make_ready(f);
+  blocked_.clear();
+  return did;
 }
 
 void worker::thread_main() {
@@ -292,6 +313,7 @@ void worker::thread_main() {
     current_ = f;
     switch_fiber(&main_, f);
   }
+  reclaim_ended();
   mark_idle();
   tls_worker = nullptr;
 }

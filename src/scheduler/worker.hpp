@@ -58,6 +58,8 @@ class worker {
   void park(waiter& w);
   void yield();
   bool help_once();
+  // Suspends the running fiber until the worker has made network progress (back-pressure).
+  void wait_for_progress();
   // Marks the worker busy (not idle) for termination detection.
   void mark_active();
 
@@ -71,7 +73,8 @@ class worker {
 
  private:
   friend class worker_pool;
-  fiber_rec* fiber_body();
+  [[noreturn]] void fiber_body(fiber_rec* self);
+  void reclaim_ended();
   void loop();
   void run_task(task_record* t);
   void free_task(task_record* t);
@@ -79,6 +82,7 @@ class worker {
   fiber_rec* spare_fiber();
   fiber_rec* new_fiber();
   void idle_step();
+  bool progress_and_release();
   void mark_idle();
 
   worker_pool& pool_;
@@ -91,6 +95,7 @@ class worker {
   fiber_rec* current_ = nullptr;    // the running fiber
   std::vector<fiber_rec*> spare_;   // parked fibers, each at the top of its scheduling loop
   std::vector<std::unique_ptr<fiber_rec>> fibers_;  // every fiber record this worker made
+  std::vector<fiber_rec*> ended_;   // ended fibers whose stacks are not yet reclaimed
   std::vector<fiber_rec*> dead_;    // records of ended fibers, for reuse
   fiber_rec* local_ready_head_ = nullptr;  // ready fibers, FIFO (owner only)
   fiber_rec* local_ready_tail_ = nullptr;
@@ -98,7 +103,8 @@ class worker {
   fiber_rec* exit_to_ = nullptr;    // set when the running fiber should end and resume another
   task_record* free_tasks_ = nullptr;
   std::size_t free_task_count_ = 0;
-  int help_depth_ = 0;
+  const int max_help_depth_;
+  std::vector<fiber_rec*> blocked_;  // fibers waiting for the next network progress
   int idle_spins_ = 0;
   unsigned ticks_ = 0;
   bool active_ = false;
