@@ -4,8 +4,8 @@
 // and each task sends the child on. Leaves report to rank 0, which waits on a latch (whose address
 // travels down the tree as a plain value, valid where it is used: on rank 0). Then rank 0 collects
 // every rank's counters and prints a summary.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -73,12 +73,18 @@ int main(int argc, char** argv) {
     std::vector<rank_report> reports(static_cast<std::size_t>(n));
     rill::latch reported(n);
     for (int r = 0; r < n; ++r) {
-      rill::am::send(r, [](rank_report* out, rill::latch* done) {
-        rill::am::send(0, [](rank_report* o, rill::latch* d, rank_report rep) {
-          o[rep.rank] = rep;
-          d->count_down();
-        }, out, done, rank_report{rill::rank_me(), rill::stats()});
-      }, reports.data(), &reported);
+      rill::am::send(
+          r,
+          [](rank_report* out, rill::latch* done) {
+            rill::am::send(
+                0,
+                [](rank_report* o, rill::latch* d, rank_report rep) {
+                  o[rep.rank] = rep;
+                  d->count_down();
+                },
+                out, done, rank_report{rill::rank_me(), rill::stats()});
+          },
+          reports.data(), &reported);
     }
     reported.wait();
 

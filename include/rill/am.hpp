@@ -42,9 +42,12 @@ std::vector<std::byte>& am_scratch();
 
 template <class F>
 constexpr std::size_t callable_bytes() {
-  if constexpr (std::is_pointer_v<F>) return sizeof(std::intptr_t);
-  else if constexpr (std::is_empty_v<F>) return 0;
-  else return sizeof(F);
+  if constexpr (std::is_pointer_v<F>)
+    return sizeof(std::intptr_t);
+  else if constexpr (std::is_empty_v<F>)
+    return 0;
+  else
+    return sizeof(F);
 }
 
 template <class F>

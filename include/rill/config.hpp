@@ -11,17 +11,17 @@ namespace rill {
 enum class transport_kind { local, mpi };
 
 struct config {
-  int ranks = 1;                      // ranks of the local transport (mpi: the communicator's size)
-  int workers = 1;                    // worker threads per rank
+  int ranks = 1;    // ranks of the local transport (mpi: the communicator's size)
+  int workers = 1;  // worker threads per rank
   transport_kind transport = transport_kind::local;
-  std::size_t stack_bytes = 64 * 1024;   // fiber stack size
-  std::size_t agg_bytes = 4096;          // aggregation buffer size threshold
-  std::uint64_t agg_age_us = 200;        // age threshold of the oldest buffered message
-  std::size_t large_bytes = 16 * 1024;   // payloads above this travel on their own
-  int queue_buffers = 64;                // in-flight buffers per destination before back-pressure
-  std::uint64_t chaos = 0;               // local transport: seed of delay/reorder, 0 = off
-  std::string log = "warn";              // spdlog level
-  int idle_spins = 2000;                 // idle polls before a worker sleeps
+  std::size_t stack_bytes = 64 * 1024;  // fiber stack size
+  std::size_t agg_bytes = 4096;         // aggregation buffer size threshold
+  std::uint64_t agg_age_us = 200;       // age threshold of the oldest buffered message
+  std::size_t large_bytes = 16 * 1024;  // payloads above this travel on their own
+  int queue_buffers = 64;               // in-flight buffers per destination before back-pressure
+  std::uint64_t chaos = 0;              // local transport: seed of delay/reorder, 0 = off
+  std::string log = "warn";             // spdlog level
+  int idle_spins = 2000;                // idle polls before a worker sleeps
 };
 
 }  // namespace rill

@@ -68,9 +68,9 @@ int rank_n();
 
 // Counters of the calling rank, for summaries and benchmarks.
 struct rank_stats {
-  std::uint64_t messages_sent = 0;      // active messages (not buffers) sent
-  std::uint64_t messages_handled = 0;   // active messages whose handler has run here
-  std::uint64_t buffers_sent = 0;       // transport sends (aggregated buffers or large payloads)
+  std::uint64_t messages_sent = 0;     // active messages (not buffers) sent
+  std::uint64_t messages_handled = 0;  // active messages whose handler has run here
+  std::uint64_t buffers_sent = 0;      // transport sends (aggregated buffers or large payloads)
   std::uint64_t bytes_sent = 0;
   std::uint64_t tasks_run = 0;
   std::uint64_t steals = 0;

@@ -43,8 +43,12 @@ T parse_number(std::string_view name, std::string_view value, T min, T max) {
 std::size_t parse_size(std::string_view name, std::string_view value, std::size_t min, std::size_t max) {
   std::string_view digits = value;
   std::size_t scale = 1;
-  for (auto [suffix, s] : {std::pair{"KiB", 1024ull}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
-                           {"K", 1024ull}, {"M", 1ull << 20}, {"G", 1ull << 30}}) {
+  for (auto [suffix, s] : {std::pair{"KiB", 1024ull},
+                           {"MiB", 1ull << 20},
+                           {"GiB", 1ull << 30},
+                           {"K", 1024ull},
+                           {"M", 1ull << 20},
+                           {"G", 1ull << 30}}) {
     std::string_view sv(suffix);
     if (digits.size() > sv.size() && digits.ends_with(sv)) {
       digits.remove_suffix(sv.size());
@@ -54,8 +58,8 @@ std::size_t parse_size(std::string_view name, std::string_view value, std::size_
   }
   std::size_t v{};
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty() ||
-      v > max / scale || v * scale < min || v * scale > max) {
+  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty() || v > max / scale ||
+      v * scale < min || v * scale > max) {
     bad_value(name, value, fmt::format("a byte count in [{}, {}] (K/M/G suffixes allowed)", min, max).c_str());
   }
   return v * scale;
@@ -72,9 +76,12 @@ const std::vector<option_spec>& table() {
        }},
       {"transport", "mpi under mpirun/srun, else local", "local (ranks as threads) or mpi (ranks as processes)",
        [](parsed_options& o, std::string_view v) {
-         if (v == "local") o.cfg.transport = transport_kind::local;
-         else if (v == "mpi") o.cfg.transport = transport_kind::mpi;
-         else bad_value("transport", v, "local or mpi");
+         if (v == "local")
+           o.cfg.transport = transport_kind::local;
+         else if (v == "mpi")
+           o.cfg.transport = transport_kind::mpi;
+         else
+           bad_value("transport", v, "local or mpi");
          o.transport_given = true;
        }},
       {"stack", "64KiB", "fiber stack size in bytes (a guard page is added below each stack)",
@@ -88,7 +95,9 @@ const std::vector<option_spec>& table() {
       {"large-bytes", "16KiB", "payloads above this size travel on their own, not copied into buffers",
        [](parsed_options& o, std::string_view v) { o.cfg.large_bytes = parse_size("large-bytes", v, 64, 1ull << 30); }},
       {"queue-buffers", "64", "buffers in flight per destination before the sender feels back-pressure",
-       [](parsed_options& o, std::string_view v) { o.cfg.queue_buffers = parse_number<int>("queue-buffers", v, 1, 1 << 20); }},
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.queue_buffers = parse_number<int>("queue-buffers", v, 1, 1 << 20);
+       }},
       {"chaos", "0", "local transport: seed for delayed, reordered, batched delivery (0 = off)",
        [](parsed_options& o, std::string_view v) {
          o.cfg.chaos = parse_number<std::uint64_t>("chaos", v, 0, std::numeric_limits<std::uint64_t>::max());
@@ -104,7 +113,9 @@ const std::vector<option_spec>& table() {
          bad_value("log", v, "trace, debug, info, warn, error, critical or off");
        }},
       {"idle-spins", "2000", "polls an idle worker makes before it sleeps",
-       [](parsed_options& o, std::string_view v) { o.cfg.idle_spins = parse_number<int>("idle-spins", v, 0, 1 << 30); }},
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.idle_spins = parse_number<int>("idle-spins", v, 0, 1 << 30);
+       }},
       {"help", "", "print this table and exit",
        [](parsed_options& o, std::string_view v) {
          if (!v.empty()) bad_value("help", v, "no value");

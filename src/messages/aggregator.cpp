@@ -14,12 +14,18 @@ thread_local int pending_large_dest = -1;
 }  // namespace
 
 aggregator::aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit)
-    : self_(self), threshold_(cfg.agg_bytes), large_(cfg.large_bytes), age_ns_(cfg.agg_age_us * 1000),
-      submit_(std::move(submit)), queues_(new queue[static_cast<std::size_t>(ranks)]), ranks_(ranks) {}
+    : self_(self),
+      threshold_(cfg.agg_bytes),
+      large_(cfg.large_bytes),
+      age_ns_(cfg.agg_age_us * 1000),
+      submit_(std::move(submit)),
+      queues_(new queue[static_cast<std::size_t>(ranks)]),
+      ranks_(ranks) {}
 
 std::uint64_t aggregator::now_ns() {
   return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {

@@ -19,8 +19,7 @@ namespace {
 rank_state& sending_rank(int dest) {
   rank_state& r = current_rank("rill::am::send");
   if (dest < 0 || dest >= r.size()) {
-    throw rill::misuse_error(
-        fmt::format("rill::am::send to rank {}, but the ranks are 0..{}", dest, r.size() - 1));
+    throw rill::misuse_error(fmt::format("rill::am::send to rank {}, but the ranks are 0..{}", dest, r.size() - 1));
   }
   return r;
 }
@@ -81,8 +80,10 @@ int rank_n() { return detail::current_rank("rill::rank_n").size(); }
 rank_stats stats() { return detail::current_rank("rill::stats").stats(); }
 
 void yield() {
-  if (detail::worker* w = detail::current_worker()) w->yield();
-  else std::this_thread::yield();
+  if (detail::worker* w = detail::current_worker())
+    w->yield();
+  else
+    std::this_thread::yield();
 }
 
 void latch::add(std::ptrdiff_t n) {

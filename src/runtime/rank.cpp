@@ -21,9 +21,12 @@ constexpr std::size_t poll_batch = 8;
 thread_local int tls_sender = -1;
 
 rank_state::rank_state(endpoint& ep, const rill::config& cfg)
-    : ep_(ep), id_(ep.rank()), size_(ep.size()),
+    : ep_(ep),
+      id_(ep.rank()),
+      size_(ep.size()),
       agg_(id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); }),
-      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_spins), term_(*this) {
+      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_spins),
+      term_(*this) {
   ep_.on_arrival([this] { pool_.notify(); });
 }
 
@@ -59,22 +62,21 @@ bool rank_state::progress(worker& w) {
 
 void rank_state::dispatch(incoming& in) {
   worker* w = current_worker();
-  auto error = decode_buffer(std::span<const std::byte>(in.bytes), in.source, handler_count(),
-                             [&](const decoded_message& m) {
-                               const int previous = tls_sender;
-                               tls_sender = in.source;
-                               try {
-                                 handler_at(m.id)(m.payload, m.bytes);
-                               } catch (const rill::decode_error& e) {
-                                 fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", in.source, id_,
-                                       m.id, handler_name(m.id), e.what());
-                               } catch (const std::exception& e) {
-                                 fatal("the handler of a message from rank {} to rank {} threw: {}", in.source, id_,
-                                       e.what());
-                               }
-                               tls_sender = previous;
-                               if (!m.control) worker_counters::bump(w->counters().messages_handled);
-                             });
+  auto error =
+      decode_buffer(std::span<const std::byte>(in.bytes), in.source, handler_count(), [&](const decoded_message& m) {
+        const int previous = tls_sender;
+        tls_sender = in.source;
+        try {
+          handler_at(m.id)(m.payload, m.bytes);
+        } catch (const rill::decode_error& e) {
+          fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", in.source, id_, m.id,
+                handler_name(m.id), e.what());
+        } catch (const std::exception& e) {
+          fatal("the handler of a message from rank {} to rank {} threw: {}", in.source, id_, e.what());
+        }
+        tls_sender = previous;
+        if (!m.control) worker_counters::bump(w->counters().messages_handled);
+      });
   if (error) fatal("rank {} received a bad buffer: {}", id_, *error);
 }
 

@@ -34,7 +34,8 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
       opts.cfg.transport = detail::launched_by_mpi_launcher() ? transport_kind::mpi : transport_kind::local;
     }
     if (opts.cfg.transport == transport_kind::mpi && opts.cfg.ranks != 1) {
-      throw usage_error("--rill:ranks sets the ranks of the local transport; under mpi the launcher decides (mpirun -np N)");
+      throw usage_error(
+          "--rill:ranks sets the ranks of the local transport; under mpi the launcher decides (mpirun -np N)");
     }
   } catch (const usage_error& e) {
     std::fprintf(stderr, "rill: error: %s\n", e.what());
@@ -43,8 +44,8 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   auto& cfg = impl_->cfg;
   cfg = opts.cfg;
   detail::set_log_level(cfg.log);
-  impl_->transport = cfg.transport == transport_kind::mpi ? detail::make_mpi_transport(cfg)
-                                                          : detail::make_local_transport(cfg);
+  impl_->transport =
+      cfg.transport == transport_kind::mpi ? detail::make_mpi_transport(cfg) : detail::make_local_transport(cfg);
   if (!opts.workers_given) cfg.workers = impl_->transport->cores_per_rank();
   impl_->transport->check_same_build(detail::build_fingerprint());
   for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
@@ -77,8 +78,10 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
       } catch (const std::exception& e) {
         detail::fatal("the top-level task on rank {} threw: {}", r->id(), e.what());
       }
-      if (spmd) r->term().spmd_done(r->id(), code);
-      else r->term().top_level_done(code);
+      if (spmd)
+        r->term().spmd_done(r->id(), code);
+      else
+        r->term().top_level_done(code);
     }));
   }
   for (auto& rank : impl_->ranks) rank->pool().start(rank->id());

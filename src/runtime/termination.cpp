@@ -18,7 +18,9 @@ void spmd_done_handler(int from, int code) { current_rank("spmd report").term().
 void stop_handler(int code) { current_rank("stop").stop(code); }
 
 void send_probes(rank_state& rank, std::uint64_t wave) {
-  for (int r = 0; r < rank.size(); ++r) control_send(rank, r, [](std::uint64_t w) { probe_handler(w); }, wave);
+  for (int r = 0; r < rank.size(); ++r)
+    control_send(
+        rank, r, [](std::uint64_t w) { probe_handler(w); }, wave);
 }
 
 }  // namespace
@@ -37,7 +39,8 @@ void termination::top_level_done(int code) {
 
 void termination::spmd_done(int from, int code) {
   if (rank_.id() != 0) {
-    control_send(rank_, 0, [](int f, int c) { spmd_done_handler(f, c); }, from, code);
+    control_send(
+        rank_, 0, [](int f, int c) { spmd_done_handler(f, c); }, from, code);
     return;
   }
   std::uint64_t wave = 0;
@@ -90,7 +93,9 @@ void termination::on_reply(std::uint64_t wave, std::uint64_t sent, std::uint64_t
     }
   }
   if (done) {
-    for (int r = 0; r < rank_.size(); ++r) control_send(rank_, r, [](int c) { stop_handler(c); }, code);
+    for (int r = 0; r < rank_.size(); ++r)
+      control_send(
+          rank_, r, [](int c) { stop_handler(c); }, code);
   } else {
     send_probes(rank_, next_wave);
   }

@@ -19,7 +19,8 @@ class chase_lev_deque {
   static_assert(std::is_pointer_v<T>, "holds pointers");
 
   struct array {
-    explicit array(std::int64_t cap) : capacity(cap), mask(cap - 1), slots(new std::atomic<T>[static_cast<std::size_t>(cap)]) {}
+    explicit array(std::int64_t cap)
+        : capacity(cap), mask(cap - 1), slots(new std::atomic<T>[static_cast<std::size_t>(cap)]) {}
     std::int64_t capacity;
     std::int64_t mask;
     std::unique_ptr<std::atomic<T>[]> slots;
@@ -73,9 +74,7 @@ class chase_lev_deque {
   }
 
   // Approximate; exact for the owner when no thief is active.
-  bool empty() const {
-    return bottom_.load(std::memory_order_seq_cst) <= top_.load(std::memory_order_seq_cst);
-  }
+  bool empty() const { return bottom_.load(std::memory_order_seq_cst) <= top_.load(std::memory_order_seq_cst); }
 
  private:
   array* grow(array* old, std::int64_t t, std::int64_t b) {

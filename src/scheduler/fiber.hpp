@@ -31,7 +31,7 @@ namespace rill::detail {
 struct fiber_rec {
   boost::context::detail::fcontext_t ctx = nullptr;  // where to resume it while it is suspended
   boost::context::stack_context stack{};             // empty for a thread's own stack
-  const void* stack_bottom = nullptr;                 // lowest address of its stack (for ASan)
+  const void* stack_bottom = nullptr;                // lowest address of its stack (for ASan)
   std::size_t stack_size = 0;
   void* tsan_fiber = nullptr;
   void (*entry)(fiber_rec* self) = nullptr;  // what a new fiber runs; it must end in exit_fiber()

@@ -29,8 +29,7 @@ std::atomic<bool> warned{false};
 
 }  // namespace
 
-stack_pool::stack_pool(std::size_t stack_bytes)
-    : bytes_((stack_bytes + page_size() - 1) / page_size() * page_size()) {}
+stack_pool::stack_pool(std::size_t stack_bytes) : bytes_((stack_bytes + page_size() - 1) / page_size() * page_size()) {}
 
 stack_pool::~stack_pool() {
   for (const auto& m : all_) {

@@ -35,7 +35,9 @@ inline void cpu_relax() {
 worker* current_worker() { return tls_worker; }
 
 worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
-    : pool_(pool), index_(index), stacks_(stack_bytes),
+    : pool_(pool),
+      index_(index),
+      stacks_(stack_bytes),
       max_help_depth_(static_cast<int>(std::clamp<std::size_t>(stack_bytes / stack_per_help, 2, 64))) {}
 
 worker::~worker() {
@@ -84,8 +86,10 @@ void worker::free_task(task_record* t) {
 void worker::make_ready(fiber_rec* f) {
   if (tls_worker == this) {
     f->next = nullptr;
-    if (local_ready_tail_) local_ready_tail_->next = f;
-    else local_ready_head_ = f;
+    if (local_ready_tail_)
+      local_ready_tail_->next = f;
+    else
+      local_ready_head_ = f;
     local_ready_tail_ = f;
     return;
   }

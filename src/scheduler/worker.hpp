@@ -91,16 +91,16 @@ class worker {
   chase_lev_deque<task_record*> deque_;
   stack_pool stacks_;
 
-  fiber_rec main_;                  // the OS thread's own context
-  fiber_rec* current_ = nullptr;    // the running fiber
-  std::vector<fiber_rec*> spare_;   // parked fibers, each at the top of its scheduling loop
+  fiber_rec main_;                                  // the OS thread's own context
+  fiber_rec* current_ = nullptr;                    // the running fiber
+  std::vector<fiber_rec*> spare_;                   // parked fibers, each at the top of its scheduling loop
   std::vector<std::unique_ptr<fiber_rec>> fibers_;  // every fiber record this worker made
-  std::vector<fiber_rec*> ended_;   // ended fibers whose stacks are not yet reclaimed
-  std::vector<fiber_rec*> dead_;    // records of ended fibers, for reuse
-  fiber_rec* local_ready_head_ = nullptr;  // ready fibers, FIFO (owner only)
+  std::vector<fiber_rec*> ended_;                   // ended fibers whose stacks are not yet reclaimed
+  std::vector<fiber_rec*> dead_;                    // records of ended fibers, for reuse
+  fiber_rec* local_ready_head_ = nullptr;           // ready fibers, FIFO (owner only)
   fiber_rec* local_ready_tail_ = nullptr;
   std::atomic<fiber_rec*> remote_ready_{nullptr};  // woken from other threads, LIFO stack
-  fiber_rec* exit_to_ = nullptr;    // set when the running fiber should end and resume another
+  fiber_rec* exit_to_ = nullptr;                   // set when the running fiber should end and resume another
   task_record* free_tasks_ = nullptr;
   std::size_t free_task_count_ = 0;
   const int max_help_depth_;

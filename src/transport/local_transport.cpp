@@ -26,8 +26,12 @@ struct held_buffer {
 class local_endpoint final : public endpoint {
  public:
   local_endpoint(int rank, int size, const rill::config& cfg, std::vector<local_endpoint*>& peers)
-      : rank_(rank), size_(size), queue_limit_(cfg.queue_buffers), chaos_(cfg.chaos != 0),
-        rng_(cfg.chaos * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)), peers_(peers),
+      : rank_(rank),
+        size_(size),
+        queue_limit_(cfg.queue_buffers),
+        chaos_(cfg.chaos != 0),
+        rng_(cfg.chaos * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)),
+        peers_(peers),
         in_flight_from_(static_cast<std::size_t>(size)) {}
 
   int rank() const override { return rank_; }

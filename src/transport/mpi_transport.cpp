@@ -42,7 +42,8 @@ void abort_all(int code) { MPI_Abort(abort_comm, code); }
 class mpi_endpoint final : public endpoint {
  public:
   mpi_endpoint(MPI_Comm comm, const rill::config& cfg)
-      : comm_(comm), queue_limit_(static_cast<std::size_t>(cfg.queue_buffers)),
+      : comm_(comm),
+        queue_limit_(static_cast<std::size_t>(cfg.queue_buffers)),
         eager_bytes_(cfg.agg_bytes + cfg.large_bytes + 64) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
@@ -157,7 +158,9 @@ class mpi_endpoint final : public endpoint {
                        MPI_STATUSES_IGNORE),
           "MPI_Testsome");
     if (done == 0 || done == MPI_UNDEFINED) return;
-    for (int k = 0; k < done; ++k) --in_flight_to_[static_cast<std::size_t>(send_dest_[static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)])])];
+    for (int k = 0; k < done; ++k)
+      --in_flight_to_[static_cast<std::size_t>(
+          send_dest_[static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)])])];
     // Compact: keep the requests still pending (Testsome set completed ones to MPI_REQUEST_NULL).
     std::size_t w = 0;
     for (std::size_t r = 0; r < send_reqs_.size(); ++r) {

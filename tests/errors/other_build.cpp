@@ -4,5 +4,8 @@
 
 int main(int argc, char** argv) {
   rill::runtime rt(argc, argv);
-  return rt.run([] { rill::am::send(rill::rank_n() - 1, [](long x) { (void)x; }, 42L); });
+  return rt.run([] {
+    rill::am::send(
+        rill::rank_n() - 1, [](long x) { (void)x; }, 42L);
+  });
 }

@@ -29,7 +29,8 @@ void count(int from, std::uint64_t value) {
 }
 
 std::uint64_t expected_value(int from, int to, int i) {
-  return static_cast<std::uint64_t>(from) * 1000003u + static_cast<std::uint64_t>(to) * 101u + static_cast<std::uint64_t>(i);
+  return static_cast<std::uint64_t>(from) * 1000003u + static_cast<std::uint64_t>(to) * 101u +
+         static_cast<std::uint64_t>(i);
 }
 
 struct wide {
@@ -47,34 +48,42 @@ void all_pairs(int per_pair_count) {
       const std::uint64_t v = expected_value(me, to, i);
       switch (i % 5) {
         case 0:
-          rill::am::send(to, [](int from, std::uint64_t x) { count(from, x); }, me, v);
+          rill::am::send(
+              to, [](int from, std::uint64_t x) { count(from, x); }, me, v);
           break;
         case 1: {
           wide w{};
           for (std::uint64_t k = 0; k < 40; ++k) w.words[k] = v + k;
-          rill::am::send(to, [](int from, wide x) {
-            for (std::uint64_t k = 0; k < 40; ++k)
-              if (x.words[k] != x.words[0] + k) ADD_FAILURE() << "wide payload corrupted";
-            count(from, x.words[0]);
-          }, me, w);
+          rill::am::send(
+              to,
+              [](int from, wide x) {
+                for (std::uint64_t k = 0; k < 40; ++k)
+                  if (x.words[k] != x.words[0] + k) ADD_FAILURE() << "wide payload corrupted";
+                count(from, x.words[0]);
+              },
+              me, w);
           break;
         }
         case 2:
-          rill::am::send(to, [](int from, std::string s) { count(from, std::stoull(s)); }, me, std::to_string(v));
+          rill::am::send(
+              to, [](int from, std::string s) { count(from, std::stoull(s)); }, me, std::to_string(v));
           break;
         case 3: {
           std::vector<std::uint64_t> big(3000 + static_cast<std::size_t>(i % 7), v);  // ~24 KiB: travels alone
-          rill::am::send(to, [](int from, const std::vector<std::uint64_t>& b) {
-            for (auto x : b)
-              if (x != b.front()) ADD_FAILURE() << "large payload corrupted";
-            count(from, b.front());
-          }, me, big);
+          rill::am::send(
+              to,
+              [](int from, const std::vector<std::uint64_t>& b) {
+                for (auto x : b)
+                  if (x != b.front()) ADD_FAILURE() << "large payload corrupted";
+                count(from, b.front());
+              },
+              me, big);
           break;
         }
         default: {
           std::map<std::string, std::uint64_t> m{{"value", v}, {"pad", 7}};
-          rill::am::send(to, [](int from, std::map<std::string, std::uint64_t> mm) { count(from, mm.at("value")); },
-                         me, m);
+          rill::am::send(
+              to, [](int from, std::map<std::string, std::uint64_t> mm) { count(from, mm.at("value")); }, me, m);
         }
       }
     }
@@ -86,7 +95,8 @@ void check_all_pairs(int ranks, int per_pair_count) {
     for (int from = 0; from < ranks; ++from) {
       std::uint64_t sum = 0;
       for (int i = 0; i < per_pair_count; ++i) sum += expected_value(from, to, i);
-      EXPECT_EQ(received[static_cast<std::size_t>(to * max_ranks + from)].load(), static_cast<std::uint64_t>(per_pair_count))
+      EXPECT_EQ(received[static_cast<std::size_t>(to * max_ranks + from)].load(),
+                static_cast<std::uint64_t>(per_pair_count))
           << "messages from rank " << from << " to rank " << to;
       EXPECT_EQ(checksum[static_cast<std::size_t>(to * max_ranks + from)].load(), sum)
           << "payload sum from rank " << from << " to rank " << to;
@@ -131,14 +141,21 @@ TEST_P(messages, waiting_fibers_collect_replies_from_every_rank) {
         std::uint64_t answer = 0;
         rill::latch got(1);
         const int to = (rill::rank_me() + t) % n;
-        rill::am::send(to, [](std::uint64_t* out, rill::latch* done, int x) {
-          rill::am::send(rill::am::sender(), [](std::uint64_t* o, rill::latch* d, std::uint64_t v) {
-            *o = v;
-            d->count_down();
-          }, out, done, static_cast<std::uint64_t>(x) * 3 + static_cast<std::uint64_t>(rill::rank_me()));
-        }, &answer, &got, t);
+        rill::am::send(
+            to,
+            [](std::uint64_t* out, rill::latch* done, int x) {
+              rill::am::send(
+                  rill::am::sender(),
+                  [](std::uint64_t* o, rill::latch* d, std::uint64_t v) {
+                    *o = v;
+                    d->count_down();
+                  },
+                  out, done, static_cast<std::uint64_t>(x) * 3 + static_cast<std::uint64_t>(rill::rank_me()));
+            },
+            &answer, &got, t);
         got.wait();
-        if (answer != static_cast<std::uint64_t>(t) * 3 + static_cast<std::uint64_t>(to)) ADD_FAILURE() << "wrong reply";
+        if (answer != static_cast<std::uint64_t>(t) * 3 + static_cast<std::uint64_t>(to))
+          ADD_FAILURE() << "wrong reply";
         replies[static_cast<std::size_t>(rill::rank_me())]++;
         all.count_down();
       });
@@ -147,7 +164,8 @@ TEST_P(messages, waiting_fibers_collect_replies_from_every_rank) {
     return 0;
   });
   EXPECT_EQ(code, 0);
-  for (int r : hosted_ranks(rt.ranks(), my_mpi_rank())) EXPECT_EQ(replies[static_cast<std::size_t>(r)].load(), static_cast<std::uint64_t>(tasks));
+  for (int r : hosted_ranks(rt.ranks(), my_mpi_rank()))
+    EXPECT_EQ(replies[static_cast<std::size_t>(r)].load(), static_cast<std::uint64_t>(tasks));
 }
 
 per_rank hops_seen;

@@ -37,9 +37,15 @@ void receive_vector(int from, const std::vector<std::uint64_t>& v) {
 void send_one(int to, int from, std::uint64_t i) {
   switch (i % 16) {
     case 0: rill::am::send(to, receive_vector, from, std::vector<std::uint64_t>(2048, i)); break;  // 16 KiB
-    case 1: case 2: rill::am::send(to, receive<1024>, from, blob<1024>{i, {}}); break;
-    case 3: case 4: case 5: rill::am::send(to, receive<256>, from, blob<256>{i, {}}); break;
-    case 6: case 7: case 8: case 9: rill::am::send(to, receive<64>, from, blob<64>{i, {}}); break;
+    case 1:
+    case 2: rill::am::send(to, receive<1024>, from, blob<1024>{i, {}}); break;
+    case 3:
+    case 4:
+    case 5: rill::am::send(to, receive<256>, from, blob<256>{i, {}}); break;
+    case 6:
+    case 7:
+    case 8:
+    case 9: rill::am::send(to, receive<64>, from, blob<64>{i, {}}); break;
     default: rill::am::send(to, receive<16>, from, blob<16>{i, {}});
   }
 }
@@ -71,7 +77,8 @@ void stress(const setup& s) {
       });
     }
     sent.wait();
-  }), 0);
+  }),
+            0);
   int my_mpi = 0;
   if (under_mpi()) MPI_Comm_rank(MPI_COMM_WORLD, &my_mpi);
   const std::uint64_t expected_sum = per_pair_count * (per_pair_count - 1) / 2;
