@@ -64,13 +64,24 @@ class span_source : public std::streambuf {
   std::size_t remaining() const { return static_cast<std::size_t>(egptr() - gptr()); }
 };
 
-// Appends the cereal encoding of `values` to `out`.
+// One value through an archive: trivially copyable ones (including raw pointers, which cereal
+// refuses) as their bytes, everything else through cereal.
+template <class Archive, class T>
+void archive_one(Archive& ar, T& value) {
+  if constexpr (std::is_trivially_copyable_v<T>) {
+    ar(cereal::binary_data(const_cast<std::remove_const_t<T>*>(&value), sizeof(T)));
+  } else {
+    ar(value);
+  }
+}
+
+// Appends the encoding of `values` to `out`.
 template <class... Ts>
 void serialize_into(std::vector<std::byte>& out, const Ts&... values) {
   vector_sink sink(out);
   std::ostream os(&sink);
   cereal::BinaryOutputArchive ar(os);
-  (ar(values), ...);
+  (archive_one(ar, values), ...);
 }
 
 // Decodes a tuple from exactly n bytes; throws decode_error on truncated or trailing bytes.
@@ -81,7 +92,7 @@ Tuple deserialize_tuple(const std::byte* p, std::size_t n) {
   Tuple t{};
   try {
     cereal::BinaryInputArchive ar(is);
-    std::apply([&](auto&... elems) { (ar(elems), ...); }, t);
+    std::apply([&](auto&... elems) { (archive_one(ar, elems), ...); }, t);
   } catch (const cereal::Exception& e) {
     throw decode_error(std::string("payload does not decode: ") + e.what());
   } catch (const std::bad_alloc&) {
