@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(
   build-essential g++ cmake ninja-build ccache pkg-config
   libboost-context-dev
-  libopenmpi-dev openmpi-bin          # not mpich: it would take over the mpicxx/mpirun alternatives
+  libopenmpi-dev openmpi-bin          # the default MPI (highest alternatives priority on Debian)
+  mpich libmpich-dev                  # kept working too; its lower priority leaves mpicxx/mpirun to OpenMPI
   libtbb-dev libcereal-dev libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev            # the fuzz preset (libFuzzer runtime)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Two different binaries under one mpirun must fail at start-up on every rank, clearly, not hang.
 set -u
-mpirun=$1 demo=$2 other=$3
-out=$(timeout 120 "$mpirun" --oversubscribe -np 1 "$demo" : -np 1 "$other" 2>&1)
+# usage: mismatch.sh DEMO OTHER MPIRUN [MPIRUN FLAGS...]
+demo=$1 other=$2
+shift 2
+out=$(timeout 120 "$@" -np 1 "$demo" : -np 1 "$other" 2>&1)
 code=$?
 echo "$out"
 [ "$code" -ne 0 ] || { echo "FAIL: mismatched binaries exited 0"; exit 1; }
