@@ -34,9 +34,11 @@ namespace rill::detail {
 // Between the two calls the destination's buffer is locked: write only, do not call Rill.
 std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes);
 void am_commit(int dest);
-// Sends a payload that is already serialized (copied into an aggregation buffer, or sent on its
-// own when large).
-void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& payload);
+// Sends a serialized payload that starts `am_payload_offset` bytes into `bytes` (the room in front
+// lets a large payload leave as a buffer of its own without being copied); small payloads are
+// copied into the destination's aggregation buffer.
+inline constexpr std::size_t am_payload_offset = 20;
+void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes);
 // A per-thread scratch vector for serialization, reused to avoid an allocation per message.
 std::vector<std::byte>& am_scratch();
 
@@ -126,8 +128,8 @@ void send(int dest, F&& fn, Args&&... args) {
     detail::am_commit(dest);
   } else {
     std::vector<std::byte>& buf = detail::am_scratch();
-    buf.resize(H::fn_bytes);
-    detail::store_callable<Fn>(buf.data(), fn);
+    buf.resize(detail::am_payload_offset + H::fn_bytes);
+    detail::store_callable<Fn>(buf.data() + detail::am_payload_offset, fn);
     detail::serialize_into(buf, static_cast<const std::decay_t<Args>&>(args)...);
     detail::am_send_bytes(dest, id, std::move(buf));
   }

@@ -15,6 +15,7 @@
 #include <cereal/types/utility.hpp>
 #include <cereal/types/vector.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <streambuf>
@@ -64,14 +65,40 @@ class span_source : public std::streambuf {
   std::size_t remaining() const { return static_cast<std::size_t>(egptr() - gptr()); }
 };
 
+// Bytes of the payload being decoded on this thread (bounds announced lengths).
+inline std::size_t& decoding_limit() {
+  thread_local std::size_t limit = 0;
+  return limit;
+}
+
+template <class T>
+struct is_vector_of_trivial : std::false_type {};
+template <class U, class A>
+struct is_vector_of_trivial<std::vector<U, A>>
+    : std::bool_constant<std::is_trivially_copyable_v<U> && !std::is_same_v<U, bool>> {};
+
 // One value through an archive: trivially copyable ones (including raw pointers, which cereal
-// refuses) as their bytes, everything else through cereal.
+// refuses) as their bytes; vectors of them as a length and one block of bytes (cereal would go
+// element by element for non-arithmetic types such as std::byte); everything else through cereal.
 template <class Archive, class T>
 void archive_one(Archive& ar, T& value) {
-  if constexpr (std::is_trivially_copyable_v<T>) {
-    ar(cereal::binary_data(const_cast<std::remove_const_t<T>*>(&value), sizeof(T)));
+  using V = std::remove_const_t<T>;
+  auto& v = const_cast<V&>(value);
+  if constexpr (std::is_trivially_copyable_v<V>) {
+    ar(cereal::binary_data(&v, sizeof(V)));
+  } else if constexpr (is_vector_of_trivial<V>::value) {
+    std::uint64_t n = v.size();
+    ar(n);
+    if constexpr (Archive::is_loading::value) {
+      // A corrupt length must not allocate: no vector can be longer than the payload holding it.
+      if (n > decoding_limit() / sizeof(typename V::value_type)) {
+        throw decode_error("payload announces a vector longer than the payload");
+      }
+      v.resize(static_cast<std::size_t>(n));
+    }
+    if (n) ar(cereal::binary_data(v.data(), static_cast<std::size_t>(n) * sizeof(typename V::value_type)));
   } else {
-    ar(value);
+    ar(v);
   }
 }
 
@@ -89,6 +116,7 @@ template <class Tuple>
 Tuple deserialize_tuple(const std::byte* p, std::size_t n) {
   span_source src(p, n);
   std::istream is(&src);
+  decoding_limit() = n;
   Tuple t{};
   try {
     cereal::BinaryInputArchive ar(is);

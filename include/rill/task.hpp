@@ -17,11 +17,12 @@ void spawn(F&& fn) {
   detail::task_submit(detail::make_task(std::forward<F>(fn)));
 }
 
-// Lets other ready tasks and fibers of this worker run, and makes network progress.
+// Lets other ready fibers and queued tasks of this worker run, and the network make progress,
+// before the calling task continues.
 void yield();
 
-// A fiber-aware countdown: wait() inside a task runs the worker's own queued tasks while the
-// count is positive and then suspends the fiber instead of blocking the thread.
+// A fiber-aware countdown: wait() inside a task suspends the task's fiber (its worker goes on with
+// other tasks) instead of blocking the thread.
 //
 // The latch is open once a count_down() brings the count to zero (or when constructed with 0).
 // add() re-arms an open latch; it must not race with the count_down() that opens it.

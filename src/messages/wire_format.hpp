@@ -61,4 +61,18 @@ inline std::byte* append_message(std::vector<std::byte>& b, std::uint16_t id, st
   return p + hdr;
 }
 
+// Room to leave in front of a payload so that it can become a one-message buffer in place.
+inline constexpr std::size_t single_prefix_bytes = buffer_header_bytes + 8;
+
+// Turns b = [single_prefix_bytes of room][payload] into a buffer holding that one message (in the
+// long form, which the decoder accepts for any length), without moving the payload.
+inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint16_t id) {
+  put(b.data(), magic);
+  put(b.data() + 4, source);
+  put<std::uint32_t>(b.data() + 8, 1);
+  put(b.data() + 12, id);
+  put(b.data() + 14, long_length);
+  put(b.data() + 16, static_cast<std::uint32_t>(b.size() - single_prefix_bytes));
+}
+
 }  // namespace rill::detail::wire

@@ -24,25 +24,32 @@ rank_state& sending_rank(int dest) {
   return r;
 }
 
-void count_sent(std::size_t) { worker_counters::bump(current_worker()->counters().messages_sent); }
+void count_sent(std::size_t n) { worker_counters::bump(current_worker()->counters().messages_sent, n); }
 
 }  // namespace
 
 std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes) {
   rank_state& r = sending_rank(dest);
-  count_sent(bytes);
+  count_sent(1);
   return r.agg().reserve(dest, static_cast<std::uint16_t>(id), bytes);
 }
 
 void am_commit(int dest) { static_cast<rank_state&>(current_worker()->pool().services()).agg().commit(dest); }
 
-void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& payload) {
+void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
+  static_assert(am_payload_offset == wire::single_prefix_bytes);
   rank_state& r = sending_rank(dest);
   // Take the bytes out of the (thread-shared) scratch vector: sending may yield to another fiber.
-  std::vector<std::byte> mine = std::move(payload);
-  count_sent(mine.size());
-  std::byte* out = r.agg().reserve(dest, static_cast<std::uint16_t>(id), mine.size());
-  if (!mine.empty()) std::memcpy(out, mine.data(), mine.size());
+  std::vector<std::byte> mine = std::move(bytes);
+  count_sent(1);
+  const std::size_t payload = mine.size() - am_payload_offset;
+  if (payload > r.large_bytes()) {
+    wire::frame_single(mine, static_cast<std::uint32_t>(r.id()), static_cast<std::uint16_t>(id));
+    r.transmit(dest, std::move(mine));
+    return;
+  }
+  std::byte* out = r.agg().reserve(dest, static_cast<std::uint16_t>(id), payload);
+  if (payload) std::memcpy(out, mine.data() + am_payload_offset, payload);
   r.agg().commit(dest);
   mine.clear();
   if (am_scratch().capacity() < mine.capacity()) am_scratch() = std::move(mine);
@@ -107,8 +114,6 @@ void latch::count_down(std::ptrdiff_t n) {
 
 void latch::wait() {
   if (try_wait()) return;
-  while (!try_wait() && detail::help_once()) {
-  }
   detail::waiter self;
   detail::prepare_wait(self);
   detail::waiter* head = waiters_.load(std::memory_order_acquire);

@@ -26,7 +26,8 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       size_(ep.size()),
       agg_(id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); }),
       pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_spins),
-      term_(*this) {
+      term_(*this),
+      large_bytes_(cfg.large_bytes) {
   ep_.on_arrival([this] { pool_.notify(); });
 }
 
@@ -80,10 +81,9 @@ void rank_state::dispatch(incoming& in) {
   if (error) fatal("rank {} received a bad buffer: {}", id_, *error);
 }
 
-void rank_state::on_idle(worker&) {
-  agg_.flush_all();
-  term_.on_idle();
-}
+void rank_state::on_out_of_work(worker&) { agg_.flush_all(); }
+
+void rank_state::on_idle(worker&) { term_.on_idle(); }
 
 void rank_state::stop(int exit_code) {
   exit_code_ = exit_code;

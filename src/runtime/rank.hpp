@@ -26,9 +26,11 @@ class rank_state final : public rank_services {
   aggregator& agg() { return agg_; }
   worker_pool& pool() { return pool_; }
   termination& term() { return term_; }
+  std::size_t large_bytes() const { return large_bytes_; }
 
   // rank_services
   bool progress(worker& w) override;
+  void on_out_of_work(worker& w) override;
   void on_idle(worker& w) override;
   bool must_poll() const override { return ep_.needs_polling() || agg_.any_buffered(); }
   bool stopping() const override { return stopping_.load(std::memory_order_acquire); }
@@ -49,6 +51,7 @@ class rank_state final : public rank_services {
   aggregator agg_;
   worker_pool pool_;
   termination term_;
+  const std::size_t large_bytes_;
   std::atomic<bool> stopping_{false};
   int exit_code_ = 0;
 };

@@ -36,7 +36,6 @@ struct fiber_rec {
   void* tsan_fiber = nullptr;
   void (*entry)(fiber_rec* self) = nullptr;  // what a new fiber runs; it must end in exit_fiber()
   void* owner = nullptr;                     // for the entry: the worker it belongs to
-  int help_depth = 0;                        // tasks nested on this stack by waits and yields
   fiber_rec* next = nullptr;                 // ready-queue link
 };
 

@@ -11,7 +11,9 @@ class rank_services {
   virtual ~rank_services() = default;
   // Network progress: receive and run handlers, send aged buffers. Returns whether it did work.
   virtual bool progress(worker& w) = 0;
-  // The worker found nothing to do: flush buffers, answer a termination probe.
+  // The worker has no task or ready fiber; it is about to poll. Send what is buffered.
+  virtual void on_out_of_work(worker& w) = 0;
+  // The worker found nothing to do at all: answer a termination probe.
   virtual void on_idle(worker& w) = 0;
   // Received data may be waiting that only polling notices: idle workers must not sleep long.
   virtual bool must_poll() const = 0;

@@ -17,8 +17,6 @@ namespace {
 
 thread_local worker* tls_worker = nullptr;
 
-// Bytes of fiber stack allowed per task run inline by waits and yields (each nests on the stack).
-constexpr std::size_t stack_per_help = 2048;
 // Scheduling iterations between network polls while local work keeps a worker busy.
 constexpr unsigned poll_every = 32;
 // Task records a worker keeps for reuse.
@@ -35,10 +33,7 @@ inline void cpu_relax() {
 worker* current_worker() { return tls_worker; }
 
 worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
-    : pool_(pool),
-      index_(index),
-      stacks_(stack_bytes),
-      max_help_depth_(static_cast<int>(std::clamp<std::size_t>(stack_bytes / stack_per_help, 2, 64))) {}
+    : pool_(pool), index_(index), stacks_(stack_bytes) {}
 
 worker::~worker() {
   while (free_tasks_ != nullptr) {
@@ -85,6 +80,7 @@ void worker::free_task(task_record* t) {
 
 void worker::make_ready(fiber_rec* f) {
   if (tls_worker == this) {
+    local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     f->next = nullptr;
     if (local_ready_tail_)
       local_ready_tail_->next = f;
@@ -113,10 +109,13 @@ fiber_rec* worker::take_ready() {
     }
     local_ready_head_ = reversed;
     local_ready_tail_ = reversed;
+    for (fiber_rec* r = reversed; r; r = r->next)
+      local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     while (local_ready_tail_ && local_ready_tail_->next) local_ready_tail_ = local_ready_tail_->next;
   }
   fiber_rec* f = local_ready_head_;
   if (f) {
+    local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     local_ready_head_ = f->next;
     if (!local_ready_head_) local_ready_tail_ = nullptr;
     f->next = nullptr;
@@ -125,7 +124,8 @@ fiber_rec* worker::take_ready() {
 }
 
 bool worker::has_local_work() const {
-  return local_ready_head_ != nullptr || remote_ready_.load(std::memory_order_relaxed) != nullptr || !deque_.empty();
+  return local_waiting_.load(std::memory_order_relaxed) != 0 ||
+         remote_ready_.load(std::memory_order_relaxed) != nullptr || !deque_.empty();
 }
 
 fiber_rec* worker::new_fiber() {
@@ -200,6 +200,9 @@ void worker::loop() {
       if (++ticks_ % poll_every == 0) progress_and_release();
       continue;
     }
+    // Nothing local to do: whatever this rank buffered leaves now (a lone request must not wait
+    // for the age threshold), then poll.
+    services.on_out_of_work(*this);
     if (progress_and_release()) {
       idle_spins_ = 0;
       continue;
@@ -261,34 +264,25 @@ void worker::park(waiter& w) {
 }
 
 void worker::yield() {
-  rank_services& services = pool_.services();
-  if (++ticks_ % 16 == 0) services.progress(*this);
-  if (fiber_rec* next = take_ready()) {
+  if (fiber_rec* next = take_ready()) {  // another fiber is ready: switch to it directly
     fiber_rec* self = current_;
     make_ready(self);
     current_ = next;
     switch_fiber(self, next);
     return;
   }
-  help_once();
-}
-
-bool worker::help_once() {
-  if (current_->help_depth >= max_help_depth_) return false;
-  task_record* t = deque_.pop();
-  if (!t) return false;
-  fiber_rec* self = current_;
-  ++self->help_depth;
-  run_task(t);
-  --self->help_depth;
-  return true;
+  // Otherwise let the loop run queued tasks and poll the network, on another fiber, before this
+  // one continues. Tasks never run nested on the yielding stack: a nested task that waited for
+  // something this fiber has yet to do would deadlock it.
+  wait_for_progress();
 }
 
 void worker::wait_for_progress() {
-  // Parked until the scheduling loop has polled the network once more; the loop runs other work
-  // meanwhile, on another fiber, so waiting never nests work on this stack.
+  // Parked until the scheduling loop has polled the network once more (after at most a few
+  // tasks); the loop runs other work meanwhile, on another fiber.
   fiber_rec* self = current_;
   blocked_.push_back(self);
+  local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   fiber_rec* next = take_ready();
   if (!next) next = spare_fiber();
   current_ = next;
@@ -297,7 +291,10 @@ void worker::wait_for_progress() {
 
 bool worker::progress_and_release() {
   const bool did = pool_.services().progress(*this);
-  for (fiber_rec* f : blocked_) make_ready(f);
+  for (fiber_rec* f : blocked_) {
+    local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    make_ready(f);
+  }
   blocked_.clear();
   return did;
 }
@@ -415,8 +412,6 @@ std::binary_semaphore& thread_semaphore() {
 }  // namespace
 
 bool in_task() { return tls_worker != nullptr; }
-
-bool help_once() { return tls_worker && tls_worker->help_once(); }
 
 void prepare_wait(waiter& w) {
   if (worker* me = tls_worker) {

@@ -57,7 +57,6 @@ class worker {
   task_record* allocate_task();
   void park(waiter& w);
   void yield();
-  bool help_once();
   // Suspends the running fiber until the worker has made network progress (back-pressure).
   void wait_for_progress();
   // Marks the worker busy (not idle) for termination detection.
@@ -103,8 +102,9 @@ class worker {
   fiber_rec* exit_to_ = nullptr;                   // set when the running fiber should end and resume another
   task_record* free_tasks_ = nullptr;
   std::size_t free_task_count_ = 0;
-  const int max_help_depth_;
   std::vector<fiber_rec*> blocked_;  // fibers waiting for the next network progress
+  // Fibers in the local ready queue or blocked_: written by the owner, read by idle peers.
+  std::atomic<std::size_t> local_waiting_{0};
   int idle_spins_ = 0;
   unsigned ticks_ = 0;
   bool active_ = false;

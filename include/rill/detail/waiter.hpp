@@ -22,8 +22,5 @@ void wake(waiter* w);
 
 // True when the calling thread runs inside a Rill task (so waiting suspends a fiber).
 bool in_task();
-// Runs one task from the calling worker's own deque inline, if there is one and the nesting depth
-// allows; returns whether it did. Used by waits to help before they suspend.
-bool help_once();
 
 }  // namespace rill::detail
