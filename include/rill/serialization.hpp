@@ -22,6 +22,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "rill/detail/bounded_input_archive.hpp"
+
 namespace rill {
 
 // Raised when received bytes cannot be decoded into the expected arguments.
@@ -55,22 +57,6 @@ class vector_sink : public std::streambuf {
   std::vector<std::byte>& out_;
 };
 
-// A read-only streambuf over received bytes; reading past the end makes cereal throw.
-class span_source : public std::streambuf {
- public:
-  span_source(const std::byte* p, std::size_t n) {
-    char* b = const_cast<char*>(reinterpret_cast<const char*>(p));
-    setg(b, b, b + n);
-  }
-  std::size_t remaining() const { return static_cast<std::size_t>(egptr() - gptr()); }
-};
-
-// Bytes of the payload being decoded on this thread (bounds announced lengths).
-inline std::size_t& decoding_limit() {
-  thread_local std::size_t limit = 0;
-  return limit;
-}
-
 template <class T>
 struct is_vector_of_trivial : std::false_type {};
 template <class U, class A>
@@ -91,7 +77,7 @@ void archive_one(Archive& ar, T& value) {
     ar(n);
     if constexpr (Archive::is_loading::value) {
       // A corrupt length must not allocate: no vector can be longer than the payload holding it.
-      if (n > decoding_limit() / sizeof(typename V::value_type)) {
+      if (n > ar.remaining() / sizeof(typename V::value_type)) {
         throw decode_error("payload announces a vector longer than the payload");
       }
       v.resize(static_cast<std::size_t>(n));
@@ -111,15 +97,13 @@ void serialize_into(std::vector<std::byte>& out, const Ts&... values) {
   (archive_one(ar, values), ...);
 }
 
-// Decodes a tuple from exactly n bytes; throws decode_error on truncated or trailing bytes.
+// Decodes a tuple from exactly n bytes; throws decode_error on truncated or trailing bytes and on
+// lengths the bytes cannot hold (nothing absurd is allocated).
 template <class Tuple>
 Tuple deserialize_tuple(const std::byte* p, std::size_t n) {
-  span_source src(p, n);
-  std::istream is(&src);
-  decoding_limit() = n;
+  bounded_input_archive ar(p, n);
   Tuple t{};
   try {
-    cereal::BinaryInputArchive ar(is);
     std::apply([&](auto&... elems) { (archive_one(ar, elems), ...); }, t);
   } catch (const cereal::Exception& e) {
     throw decode_error(std::string("payload does not decode: ") + e.what());
@@ -128,7 +112,7 @@ Tuple deserialize_tuple(const std::byte* p, std::size_t n) {
   } catch (const std::length_error&) {
     throw decode_error("payload announces an impossible container length");
   }
-  if (src.remaining() != 0) throw decode_error("payload has trailing bytes");
+  if (ar.remaining() != 0) throw decode_error("payload has trailing bytes");
   return t;
 }
 
