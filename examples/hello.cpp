@@ -1,3 +1,4 @@
+// clang-format off: kept exactly as the README shows it.
 // The README's example: remote calls that answer back, a local fan-out of tasks, and latches.
 #include <atomic>
 #include <cstdio>

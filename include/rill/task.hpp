@@ -14,6 +14,7 @@ namespace rill {
 // Runs fn() as a task on the calling rank; idle workers of the rank may steal it.
 template <class F>
 void spawn(F&& fn) {
+  detail::require_worker("rill::spawn");  // before the callable is moved into a record
   detail::task_submit(detail::make_task(std::forward<F>(fn)));
 }
 

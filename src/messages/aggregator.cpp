@@ -105,7 +105,8 @@ void aggregator::flush_aged(std::uint64_t now) {
     queue& q = queues_[static_cast<std::size_t>(d)];
     if (!q.nonempty.load(std::memory_order_acquire)) continue;
     q.lock.lock();
-    const bool aged = q.buf.size() > wire::buffer_header_bytes && now - q.first_ns >= age_ns_;
+    // `now` may predate a buffer another thread started meanwhile: unsigned subtraction would wrap.
+    const bool aged = q.buf.size() > wire::buffer_header_bytes && now >= q.first_ns && now - q.first_ns >= age_ns_;
     q.lock.unlock();
     if (aged) flush(d);
   }

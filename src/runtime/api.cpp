@@ -65,14 +65,9 @@ task_record* task_allocate() {
   return new task_record;
 }
 
-void task_submit(task_record* t) {
-  worker* w = current_worker();
-  if (!w) {
-    delete t;
-    throw rill::misuse_error("rill::spawn called outside a Rill task or handler");
-  }
-  w->push(t);
-}
+void task_submit(task_record* t) { current_worker()->push(t); }
+
+void require_worker(const char* what) { (void)current_rank(what); }
 
 }  // namespace rill::detail
 

@@ -78,15 +78,18 @@ void worker::free_task(task_record* t) {
   ++free_task_count_;
 }
 
+void worker::push_local(fiber_rec* f) {
+  f->next = nullptr;
+  if (local_ready_tail_)
+    local_ready_tail_->next = f;
+  else
+    local_ready_head_ = f;
+  local_ready_tail_ = f;
+}
+
 void worker::make_ready(fiber_rec* f) {
   if (tls_worker == this) {
-    local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    f->next = nullptr;
-    if (local_ready_tail_)
-      local_ready_tail_->next = f;
-    else
-      local_ready_head_ = f;
-    local_ready_tail_ = f;
+    push_local(f);
     return;
   }
   fiber_rec* head = remote_ready_.load(std::memory_order_relaxed);
@@ -109,13 +112,10 @@ fiber_rec* worker::take_ready() {
     }
     local_ready_head_ = reversed;
     local_ready_tail_ = reversed;
-    for (fiber_rec* r = reversed; r; r = r->next)
-      local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     while (local_ready_tail_ && local_ready_tail_->next) local_ready_tail_ = local_ready_tail_->next;
   }
   fiber_rec* f = local_ready_head_;
   if (f) {
-    local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     local_ready_head_ = f->next;
     if (!local_ready_head_) local_ready_tail_ = nullptr;
     f->next = nullptr;
@@ -124,8 +124,9 @@ fiber_rec* worker::take_ready() {
 }
 
 bool worker::has_local_work() const {
-  return local_waiting_.load(std::memory_order_relaxed) != 0 ||
-         remote_ready_.load(std::memory_order_relaxed) != nullptr || !deque_.empty();
+  // Fibers in the local ready queue or blocked_ need no check: the loop never lets a worker go
+  // idle while it has any (see loop()), and an active worker is not quiet anyway.
+  return remote_ready_.load(std::memory_order_relaxed) != nullptr || !deque_.empty();
 }
 
 fiber_rec* worker::new_fiber() {
@@ -203,7 +204,7 @@ void worker::loop() {
     // Nothing local to do: whatever this rank buffered leaves now (a lone request must not wait
     // for the age threshold), then poll.
     services.on_out_of_work(*this);
-    if (progress_and_release()) {
+    if (progress_and_release() || local_ready_head_) {  // never idle with ready fibers
       idle_spins_ = 0;
       continue;
     }
@@ -258,6 +259,9 @@ void worker::park(waiter& w) {
   (void)w;
   fiber_rec* self = current_;
   fiber_rec* next = take_ready();
+  // Woken between registering and parking, and first in the queue: just go on. (Further back in
+  // the queue is fine: the switch below saves this fiber before anything can resume it.)
+  if (next == self) return;
   if (!next) next = spare_fiber();
   current_ = next;
   switch_fiber(self, next);
@@ -266,7 +270,7 @@ void worker::park(waiter& w) {
 void worker::yield() {
   if (fiber_rec* next = take_ready()) {  // another fiber is ready: switch to it directly
     fiber_rec* self = current_;
-    make_ready(self);
+    push_local(self);
     current_ = next;
     switch_fiber(self, next);
     return;
@@ -282,7 +286,6 @@ void worker::wait_for_progress() {
   // tasks); the loop runs other work meanwhile, on another fiber.
   fiber_rec* self = current_;
   blocked_.push_back(self);
-  local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   fiber_rec* next = take_ready();
   if (!next) next = spare_fiber();
   current_ = next;
@@ -291,10 +294,7 @@ void worker::wait_for_progress() {
 
 bool worker::progress_and_release() {
   const bool did = pool_.services().progress(*this);
-  for (fiber_rec* f : blocked_) {
-    local_waiting_.store(local_waiting_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-    make_ready(f);
-  }
+  for (fiber_rec* f : blocked_) push_local(f);
   blocked_.clear();
   return did;
 }

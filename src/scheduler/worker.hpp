@@ -78,6 +78,7 @@ class worker {
   void run_task(task_record* t);
   void free_task(task_record* t);
   fiber_rec* take_ready();
+  void push_local(fiber_rec* f);
   fiber_rec* spare_fiber();
   fiber_rec* new_fiber();
   void idle_step();
@@ -103,8 +104,6 @@ class worker {
   task_record* free_tasks_ = nullptr;
   std::size_t free_task_count_ = 0;
   std::vector<fiber_rec*> blocked_;  // fibers waiting for the next network progress
-  // Fibers in the local ready queue or blocked_: written by the owner, read by idle peers.
-  std::atomic<std::size_t> local_waiting_{0};
   int idle_spins_ = 0;
   unsigned ticks_ = 0;
   bool active_ = false;

@@ -18,8 +18,10 @@ struct task_record {
 
 // Records come from the calling worker's pool (or the heap off a worker).
 task_record* task_allocate();
-// Queues a record on the calling worker's deque (or on the rank's worker 0 from outside a worker).
+// Queues a record on the calling worker's deque.
 void task_submit(task_record* t);
+// Throws rill::misuse_error naming `what` unless the calling thread is a Rill worker.
+void require_worker(const char* what);
 
 template <class F>
 task_record* make_task(F&& fn) {

@@ -1,0 +1,403 @@
+// Unit tests of per-destination message aggregation (src/messages/aggregator.hpp).
+#include "messages/aggregator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "messages/decoder.hpp"
+#include "messages/wire_format.hpp"
+
+namespace {
+
+namespace wire = rill::detail::wire;
+using rill::detail::aggregator;
+using rill::detail::buffer;
+
+constexpr std::size_t handlers = 64;
+
+struct sent {
+  int dest;
+  buffer bytes;
+};
+
+// Records every submitted buffer (thread-safe).
+struct recorder {
+  std::mutex lock;
+  std::vector<sent> buffers;
+  aggregator::submit_fn fn() {
+    return [this](int dest, buffer&& b) {
+      std::lock_guard g(lock);
+      buffers.push_back({dest, std::move(b)});
+    };
+  }
+  std::size_t size() {
+    std::lock_guard g(lock);
+    return buffers.size();
+  }
+};
+
+struct message {
+  std::uint16_t id;
+  bool control;
+  std::vector<std::byte> payload;
+};
+
+// Decodes one submitted buffer; fails the test if it does not validate.
+std::vector<message> decode(const buffer& b, int source) {
+  std::vector<message> out;
+  auto error = rill::detail::decode_buffer(
+      std::span<const std::byte>(b), source, handlers, [&](const rill::detail::decoded_message& m) {
+        out.push_back({m.id, m.control, std::vector<std::byte>(m.payload, m.payload + m.bytes)});
+      });
+  EXPECT_FALSE(error.has_value()) << *error;
+  return out;
+}
+
+// A payload that identifies itself: 8-byte sequence number, then bytes derived from it.
+std::vector<std::byte> payload_for(std::uint64_t seq, std::size_t bytes) {
+  std::vector<std::byte> p(bytes);
+  std::memcpy(p.data(), &seq, std::min<std::size_t>(8, bytes));
+  for (std::size_t i = 8; i < bytes; ++i) p[i] = static_cast<std::byte>((seq * 131 + i * 7) & 0xff);
+  return p;
+}
+std::uint64_t seq_of(const std::vector<std::byte>& p) {
+  std::uint64_t s = 0;
+  std::memcpy(&s, p.data(), std::min<std::size_t>(8, p.size()));
+  return s;
+}
+
+void send(aggregator& agg, int dest, std::uint16_t id, const std::vector<std::byte>& payload) {
+  std::byte* out = agg.reserve(dest, id, payload.size());
+  ASSERT_NE(out, nullptr);
+  if (!payload.empty()) std::memcpy(out, payload.data(), payload.size());
+  agg.commit(dest);
+}
+
+rill::config make_cfg(std::size_t agg_bytes, std::size_t large_bytes, std::uint64_t age_us = 3'600'000'000ull) {
+  rill::config c;
+  c.agg_bytes = agg_bytes;
+  c.large_bytes = large_bytes;
+  c.agg_age_us = age_us;
+  return c;
+}
+
+TEST(Aggregator, MessagesAccumulateUntilTheNextOneWouldOverfill) {
+  constexpr std::size_t threshold = 4096;
+  constexpr std::size_t payload = 100;
+  const std::size_t per = wire::message_header_bytes(payload) + payload;
+  const std::size_t fit = (threshold - wire::buffer_header_bytes) / per;
+  ASSERT_GT(fit, 2u);
+  ASSERT_NE(wire::buffer_header_bytes + fit * per, threshold) << "pick sizes that do not fit exactly";
+
+  recorder rec;
+  aggregator agg(0, 2, make_cfg(threshold, 16384), rec.fn());
+  EXPECT_FALSE(agg.any_buffered());
+  for (std::size_t i = 0; i < fit; ++i) {
+    send(agg, 1, 3, payload_for(i, payload));
+    ASSERT_EQ(rec.size(), 0u) << "a buffer left after " << i + 1 << " of " << fit << " messages";
+  }
+  EXPECT_TRUE(agg.any_buffered());
+  send(agg, 1, 3, payload_for(fit, payload));  // does not fit: the full buffer leaves first
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec.buffers[0].dest, 1);
+  EXPECT_LE(rec.buffers[0].bytes.size(), threshold);
+  auto msgs = decode(rec.buffers[0].bytes, 0);
+  ASSERT_EQ(msgs.size(), fit);
+  for (std::size_t i = 0; i < fit; ++i) {
+    EXPECT_EQ(msgs[i].id, 3);
+    EXPECT_FALSE(msgs[i].control);
+    EXPECT_TRUE(msgs[i].payload == payload_for(i, payload)) << "message " << i;
+  }
+  // The overflowing message waits in the next buffer.
+  EXPECT_TRUE(agg.any_buffered());
+  agg.flush(1);
+  ASSERT_EQ(rec.size(), 2u);
+  auto rest = decode(rec.buffers[1].bytes, 0);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_TRUE(rest[0].payload == payload_for(fit, payload));
+  EXPECT_FALSE(agg.any_buffered());
+}
+
+TEST(Aggregator, BufferThatReachesThresholdExactlyLeavesOnCommit) {
+  constexpr std::size_t payload = 60;
+  const std::size_t per = wire::message_header_bytes(payload) + payload;
+  constexpr std::size_t k = 10;
+  const std::size_t threshold = wire::buffer_header_bytes + k * per;
+  recorder rec;
+  aggregator agg(2, 3, make_cfg(threshold, 16384), rec.fn());
+  for (std::size_t i = 0; i + 1 < k; ++i) send(agg, 0, 1, payload_for(i, payload));
+  EXPECT_EQ(rec.size(), 0u);
+  send(agg, 0, 1, payload_for(k - 1, payload));
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec.buffers[0].dest, 0);
+  EXPECT_EQ(rec.buffers[0].bytes.size(), threshold);
+  auto msgs = decode(rec.buffers[0].bytes, 2);  // the header names the sending rank
+  ASSERT_EQ(msgs.size(), k);
+  for (std::size_t i = 0; i < k; ++i) EXPECT_EQ(seq_of(msgs[i].payload), i);
+  EXPECT_FALSE(agg.any_buffered());
+  agg.flush_all();
+  EXPECT_EQ(rec.size(), 1u);
+}
+
+TEST(Aggregator, DestinationsAreBufferedSeparately) {
+  recorder rec;
+  aggregator agg(1, 4, make_cfg(4096, 16384), rec.fn());
+  for (std::uint64_t i = 0; i < 12; ++i)
+    send(agg, static_cast<int>(i % 4), static_cast<std::uint16_t>(i % 4), payload_for(i, 24));
+  EXPECT_EQ(rec.size(), 0u);
+  agg.flush(2);
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec.buffers[0].dest, 2);
+  auto msgs = decode(rec.buffers[0].bytes, 1);
+  ASSERT_EQ(msgs.size(), 3u);
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(msgs[j].id, 2);
+    EXPECT_EQ(seq_of(msgs[j].payload), 2 + 4 * j);
+  }
+  agg.flush_all();
+  ASSERT_EQ(rec.size(), 4u);
+  std::map<int, std::size_t> per_dest;
+  for (std::size_t b = 1; b < 4; ++b) {
+    auto m = decode(rec.buffers[b].bytes, 1);
+    per_dest[rec.buffers[b].dest] += m.size();
+    for (auto& x : m) EXPECT_EQ(seq_of(x.payload) % 4, static_cast<std::uint64_t>(rec.buffers[b].dest));
+  }
+  EXPECT_EQ(per_dest, (std::map<int, std::size_t>{{0, 3}, {1, 3}, {3, 3}}));
+}
+
+TEST(Aggregator, FlushOnEmptySendsNothing) {
+  recorder rec;
+  aggregator agg(0, 3, make_cfg(4096, 16384), rec.fn());
+  agg.flush(0);
+  agg.flush(2);
+  agg.flush_all();
+  EXPECT_EQ(rec.size(), 0u);
+  send(agg, 1, 0, payload_for(1, 8));
+  agg.flush(0);  // other destination: still nothing
+  agg.flush(2);
+  EXPECT_EQ(rec.size(), 0u);
+  agg.flush(1);
+  EXPECT_EQ(rec.size(), 1u);
+  agg.flush(1);  // already sent
+  agg.flush_all();
+  EXPECT_EQ(rec.size(), 1u);
+  EXPECT_FALSE(agg.any_buffered());
+}
+
+TEST(Aggregator, ZeroBytePayloadsAndControlBitSurvive) {
+  recorder rec;
+  aggregator agg(0, 1, make_cfg(4096, 16384), rec.fn());
+  std::byte* p = agg.reserve(0, 5, 0);
+  EXPECT_NE(p, nullptr);
+  agg.commit(0);
+  send(agg, 0, static_cast<std::uint16_t>(6 | wire::control_bit), payload_for(77, 12));
+  agg.flush_all();
+  ASSERT_EQ(rec.size(), 1u);
+  auto msgs = decode(rec.buffers[0].bytes, 0);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0].id, 5);
+  EXPECT_FALSE(msgs[0].control);
+  EXPECT_TRUE(msgs[0].payload.empty());
+  EXPECT_EQ(msgs[1].id, 6);
+  EXPECT_TRUE(msgs[1].control);
+  EXPECT_EQ(seq_of(msgs[1].payload), 77u);
+}
+
+TEST(Aggregator, LargePayloadLeavesAloneWithoutDisturbingPartialBuffer) {
+  constexpr std::size_t large = 1024;
+  recorder rec;
+  aggregator agg(3, 4, make_cfg(4096, large), rec.fn());
+  for (std::uint64_t i = 0; i < 3; ++i) send(agg, 1, 2, payload_for(i, 50));
+  EXPECT_EQ(rec.size(), 0u);
+
+  const auto big = payload_for(1000, large + 1);
+  send(agg, 1, 9, big);
+  ASSERT_EQ(rec.size(), 1u) << "a payload above large_bytes must leave at once";
+  EXPECT_EQ(rec.buffers[0].dest, 1);
+  EXPECT_EQ(wire::message_count(rec.buffers[0].bytes), 1u);
+  auto alone = decode(rec.buffers[0].bytes, 3);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].id, 9);
+  EXPECT_TRUE(alone[0].payload == big);
+
+  // A very large one (long length header) to another destination, while dest 1 still holds data.
+  const auto huge = payload_for(2000, 200000);
+  send(agg, 2, 10, huge);
+  ASSERT_EQ(rec.size(), 2u);
+  EXPECT_EQ(rec.buffers[1].dest, 2);
+  auto alone2 = decode(rec.buffers[1].bytes, 3);
+  ASSERT_EQ(alone2.size(), 1u);
+  EXPECT_TRUE(alone2[0].payload == huge);
+
+  // The partial buffer of dest 1 is intact and keeps accepting messages.
+  EXPECT_TRUE(agg.any_buffered());
+  send(agg, 1, 2, payload_for(3, 50));
+  agg.flush(1);
+  ASSERT_EQ(rec.size(), 3u);
+  EXPECT_EQ(rec.buffers[2].dest, 1);
+  auto partial = decode(rec.buffers[2].bytes, 3);
+  ASSERT_EQ(partial.size(), 4u);
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(partial[i].id, 2);
+    EXPECT_TRUE(partial[i].payload == payload_for(i, 50)) << i;
+  }
+  agg.flush_all();
+  EXPECT_EQ(rec.size(), 3u);
+}
+
+TEST(Aggregator, PayloadOfExactlyLargeBytesIsAggregated) {
+  constexpr std::size_t large = 512;
+  recorder rec;
+  aggregator agg(0, 1, make_cfg(4096, large), rec.fn());
+  send(agg, 0, 1, payload_for(1, large));
+  send(agg, 0, 1, payload_for(2, large));
+  EXPECT_EQ(rec.size(), 0u);
+  agg.flush(0);
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(decode(rec.buffers[0].bytes, 0).size(), 2u);
+}
+
+TEST(Aggregator, PayloadAboveThresholdButNotLargeGoesInItsOwnBuffer) {
+  constexpr std::size_t threshold = 256;
+  recorder rec;
+  aggregator agg(0, 2, make_cfg(threshold, 4096), rec.fn());
+  send(agg, 1, 1, payload_for(1, 20));
+  send(agg, 1, 1, payload_for(2, 1000));  // cannot join: the 20-byte one leaves first, then this one
+  ASSERT_EQ(rec.size(), 2u);
+  auto first = decode(rec.buffers[0].bytes, 0);
+  auto second = decode(rec.buffers[1].bytes, 0);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(seq_of(first[0].payload), 1u);
+  EXPECT_TRUE(second[0].payload == payload_for(2, 1000));
+  EXPECT_FALSE(agg.any_buffered());
+}
+
+TEST(Aggregator, SubmitMayReenterTheAggregator) {
+  // The runtime's submit applies back-pressure by making progress, which can run handlers that
+  // send to the same destination: submit must not be called with the destination locked.
+  recorder rec;
+  aggregator* self = nullptr;
+  int reentered = 0;
+  aggregator agg(0, 2, make_cfg(256, 4096), [&](int dest, buffer&& b) {
+    rec.fn()(dest, std::move(b));
+    if (reentered++ == 0) send(*self, dest, 4, payload_for(99, 8));
+  });
+  self = &agg;
+  for (std::uint64_t i = 0; i < 20; ++i) send(agg, 1, 1, payload_for(i, 40));
+  agg.flush_all();
+  std::size_t total = 0;
+  bool saw_reentrant = false;
+  for (auto& s : rec.buffers)
+    for (auto& m : decode(s.bytes, 0)) {
+      ++total;
+      saw_reentrant |= m.id == 4 && seq_of(m.payload) == 99;
+    }
+  EXPECT_EQ(total, 21u);
+  EXPECT_TRUE(saw_reentrant);
+}
+
+TEST(Aggregator, FlushAgedSendsOnlyOldBuffers) {
+  constexpr std::uint64_t age_us = 3'600'000'000ull;  // one hour: no real delay can make a buffer this old
+  recorder rec;
+  aggregator agg(0, 3, make_cfg(4096, 16384, age_us), rec.fn());
+  agg.flush_aged(aggregator::now_ns() + age_us * 2000);  // nothing buffered: nothing sent
+  EXPECT_EQ(rec.size(), 0u);
+
+  send(agg, 2, 1, payload_for(5, 16));
+  const std::uint64_t after = aggregator::now_ns();
+  agg.flush_aged(after);  // the buffer is younger than the threshold
+  EXPECT_EQ(rec.size(), 0u);
+  agg.flush_aged(after + age_us * 1000);  // certainly old enough
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec.buffers[0].dest, 2);
+  auto msgs = decode(rec.buffers[0].bytes, 0);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(seq_of(msgs[0].payload), 5u);
+  EXPECT_FALSE(agg.any_buffered());
+  agg.flush_aged(after + age_us * 4000);
+  EXPECT_EQ(rec.size(), 1u);
+}
+
+TEST(Aggregator, FlushAgedWithNowTakenBeforeTheBufferStartedDoesNotSend) {
+  // A worker reads the clock, then another thread starts a buffer, then the worker calls
+  // flush_aged with its (slightly older) reading: that buffer has age zero, not 2^64 - epsilon.
+  recorder rec;
+  aggregator agg(0, 2, make_cfg(4096, 16384, 200), rec.fn());
+  const std::uint64_t before = aggregator::now_ns();
+  send(agg, 1, 1, payload_for(1, 16));
+  agg.flush_aged(before);
+  EXPECT_EQ(rec.size(), 0u) << "flush_aged(now) sent a buffer that started after now";
+}
+
+TEST(Aggregator, ZeroAgeThresholdFlushesAnyBufferedData) {
+  recorder rec;
+  aggregator agg(0, 2, make_cfg(4096, 16384, 0), rec.fn());
+  send(agg, 0, 1, payload_for(1, 16));
+  agg.flush_aged(aggregator::now_ns());
+  EXPECT_EQ(rec.size(), 1u);
+}
+
+TEST(Aggregator, ConcurrentSendersEveryMessageArrivesOnce) {
+  constexpr int threads = 4;
+  constexpr int dests = 3;
+  constexpr std::uint64_t per_thread = 20000;
+  constexpr std::size_t large = 1024;
+  recorder rec;
+  aggregator agg(1, dests, make_cfg(2048, large), rec.fn());
+
+  auto size_of = [](std::uint64_t seq) -> std::size_t {
+    if (seq % 997 == 0) return large + 1 + seq % 300;  // now and then a large one
+    return 8 + seq % 57;
+  };
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      for (std::uint64_t i = 0; i < per_thread; ++i) {
+        const std::uint64_t seq = static_cast<std::uint64_t>(t) * per_thread + i;
+        const int dest = static_cast<int>(seq % dests);
+        const auto p = payload_for(seq, size_of(seq));
+        std::byte* out = agg.reserve(dest, static_cast<std::uint16_t>(t), p.size());
+        std::memcpy(out, p.data(), p.size());
+        agg.commit(dest);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  agg.flush_all();
+  EXPECT_FALSE(agg.any_buffered());
+
+  const std::uint64_t total = threads * per_thread;
+  std::vector<int> seen(total, 0);
+  std::size_t decoded = 0;
+  std::size_t bad = 0;
+  for (auto& s : rec.buffers) {
+    for (auto& m : decode(s.bytes, 1)) {
+      ++decoded;
+      const std::uint64_t seq = seq_of(m.payload);
+      if (seq >= total || m.payload != payload_for(seq, size_of(seq)) || static_cast<int>(seq % dests) != s.dest ||
+          m.id != seq / per_thread) {
+        ++bad;
+        continue;
+      }
+      ++seen[seq];
+    }
+  }
+  EXPECT_EQ(decoded, total);
+  EXPECT_EQ(bad, 0u);
+  std::size_t wrong = 0;
+  for (std::uint64_t i = 0; i < total; ++i)
+    if (seen[i] != 1 && ++wrong <= 10) ADD_FAILURE() << "message " << i << " arrived " << seen[i] << " times";
+  EXPECT_EQ(wrong, 0u);
+}
+
+}  // namespace

@@ -1,0 +1,341 @@
+// Unit tests of --rill:* flag and RILL_* variable parsing (src/common/options.hpp).
+#include "common/options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <initializer_list>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "rill/error.hpp"
+
+namespace {
+
+using rill::usage_error;
+using rill::detail::options_help;
+using rill::detail::parse_options;
+using rill::detail::parsed_options;
+
+const char* const all_names[] = {"ranks",       "workers",       "transport", "stack", "agg-bytes", "agg-age-us",
+                                 "large-bytes", "queue-buffers", "chaos",     "log",   "idle-spins"};
+
+std::string env_of(const std::string& name) {
+  std::string e = "RILL_";
+  for (char c : name) e += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return e;
+}
+
+// An argv whose strings the parser may reorder; keeps a null terminator like a real one.
+struct args {
+  explicit args(std::initializer_list<std::string> a) : store(a) {
+    for (auto& s : store) ptrs.push_back(s.data());
+    ptrs.push_back(nullptr);
+    argc = static_cast<int>(store.size());
+  }
+  std::vector<std::string> store;
+  std::vector<char*> ptrs;
+  int argc;
+  char** argv() { return ptrs.data(); }
+  std::vector<std::string> left() const {
+    std::vector<std::string> v;
+    for (int i = 0; i < argc; ++i) v.emplace_back(ptrs[static_cast<std::size_t>(i)]);
+    return v;
+  }
+};
+
+parsed_options parse(args& a) { return parse_options(a.argc, a.argv()); }
+
+// Parses one flag and expects a usage_error whose text names `name`.
+void expect_usage_error(const std::string& flag, const std::string& name) {
+  args a{"prog", flag};
+  try {
+    parse(a);
+    ADD_FAILURE() << flag << " was accepted";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << "message for " << flag << ": " << e.what();
+  }
+}
+
+class Options : public ::testing::Test {
+ protected:
+  void SetUp() override { clear_env(); }
+  void TearDown() override { clear_env(); }
+  static void clear_env() {
+    for (const char* n : all_names) unsetenv(env_of(n).c_str());
+    unsetenv("RILL_HELP");
+  }
+};
+
+TEST_F(Options, NoFlagsGiveDefaults) {
+  args a{"prog"};
+  parsed_options o = parse(a);
+  const rill::config d;
+  EXPECT_EQ(o.cfg.ranks, d.ranks);
+  EXPECT_EQ(o.cfg.workers, d.workers);
+  EXPECT_EQ(o.cfg.transport, d.transport);
+  EXPECT_EQ(o.cfg.stack_bytes, d.stack_bytes);
+  EXPECT_EQ(o.cfg.agg_bytes, d.agg_bytes);
+  EXPECT_EQ(o.cfg.agg_age_us, d.agg_age_us);
+  EXPECT_EQ(o.cfg.large_bytes, d.large_bytes);
+  EXPECT_EQ(o.cfg.queue_buffers, d.queue_buffers);
+  EXPECT_EQ(o.cfg.chaos, d.chaos);
+  EXPECT_EQ(o.cfg.log, d.log);
+  EXPECT_EQ(o.cfg.idle_spins, d.idle_spins);
+  EXPECT_FALSE(o.workers_given);
+  EXPECT_FALSE(o.transport_given);
+  EXPECT_FALSE(o.help);
+  EXPECT_EQ(a.argc, 1);
+  EXPECT_EQ(a.ptrs[1], nullptr);
+}
+
+TEST_F(Options, ConsumesRillFlagsAndKeepsOthersInOrder) {
+  args a{
+      "prog",          "first",        "--rill:ranks=3",   "--other=1", "--rill:workers=2", "-x", "--rill-not-a-flag",
+      "-rill:ranks=9", "rill:ranks=9", "--rill:log=error", "last"};
+  char* const first = a.ptrs[1];
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.ranks, 3);
+  EXPECT_EQ(o.cfg.workers, 2);
+  EXPECT_EQ(o.cfg.log, "error");
+  EXPECT_EQ(a.left(), (std::vector<std::string>{"prog", "first", "--other=1", "-x", "--rill-not-a-flag",
+                                                "-rill:ranks=9", "rill:ranks=9", "last"}));
+  EXPECT_EQ(a.argc, 8);
+  EXPECT_EQ(a.ptrs[8], nullptr);
+  EXPECT_EQ(a.ptrs[1], first);  // the same strings, moved, not copied
+}
+
+TEST_F(Options, OnlyRillFlagsLeavesProgramName) {
+  args a{"prog", "--rill:ranks=2", "--rill:chaos=7"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(a.argc, 1);
+  EXPECT_EQ(a.left(), std::vector<std::string>{"prog"});
+  EXPECT_EQ(a.ptrs[1], nullptr);
+  EXPECT_EQ(o.cfg.ranks, 2);
+  EXPECT_EQ(o.cfg.chaos, 7u);
+}
+
+TEST_F(Options, ProgramNameIsNeverParsed) {
+  args a{"--rill:ranks=7", "--rill:ranks=2"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.ranks, 2);
+  EXPECT_EQ(a.left(), std::vector<std::string>{"--rill:ranks=7"});
+}
+
+TEST_F(Options, EmptyArgvIsAccepted) {
+  std::vector<char*> argv{nullptr};
+  int argc = 0;
+  parsed_options o = parse_options(argc, argv.data());
+  EXPECT_EQ(argc, 0);
+  EXPECT_EQ(o.cfg.ranks, 1);
+}
+
+TEST_F(Options, ParsesEveryValue) {
+  args a{"prog",
+         "--rill:ranks=4",
+         "--rill:workers=3",
+         "--rill:transport=mpi",
+         "--rill:stack=128K",
+         "--rill:agg-bytes=8K",
+         "--rill:agg-age-us=750",
+         "--rill:large-bytes=1M",
+         "--rill:queue-buffers=17",
+         "--rill:chaos=18446744073709551615",
+         "--rill:log=debug",
+         "--rill:idle-spins=0"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.ranks, 4);
+  EXPECT_EQ(o.cfg.workers, 3);
+  EXPECT_TRUE(o.workers_given);
+  EXPECT_EQ(o.cfg.transport, rill::transport_kind::mpi);
+  EXPECT_TRUE(o.transport_given);
+  EXPECT_EQ(o.cfg.stack_bytes, 128u * 1024);
+  EXPECT_EQ(o.cfg.agg_bytes, 8u * 1024);
+  EXPECT_EQ(o.cfg.agg_age_us, 750u);
+  EXPECT_EQ(o.cfg.large_bytes, 1024u * 1024);
+  EXPECT_EQ(o.cfg.queue_buffers, 17);
+  EXPECT_EQ(o.cfg.chaos, 18446744073709551615ull);
+  EXPECT_EQ(o.cfg.log, "debug");
+  EXPECT_EQ(o.cfg.idle_spins, 0);
+  EXPECT_EQ(a.argc, 1);
+}
+
+TEST_F(Options, TransportLocalIsGiven) {
+  args a{"prog", "--rill:transport=local"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.transport, rill::transport_kind::local);
+  EXPECT_TRUE(o.transport_given);
+}
+
+TEST_F(Options, SizeSuffixes) {
+  struct {
+    const char* text;
+    std::size_t bytes;
+  } cases[] = {{"8192", 8192},     {"16K", 16384},   {"16KiB", 16384},   {"2M", 2u << 20},
+               {"2MiB", 2u << 20}, {"1G", 1u << 30}, {"1GiB", 1u << 30}, {"1048576", 1u << 20}};
+  for (const auto& c : cases) {
+    args a{"prog", std::string("--rill:stack=") + c.text};
+    EXPECT_EQ(parse(a).cfg.stack_bytes, c.bytes) << c.text;
+  }
+  args b{"prog", "--rill:agg-bytes=64", "--rill:large-bytes=64"};
+  parsed_options o = parse(b);
+  EXPECT_EQ(o.cfg.agg_bytes, 64u);
+  EXPECT_EQ(o.cfg.large_bytes, 64u);
+}
+
+TEST_F(Options, LastFlagWins) {
+  args a{"prog", "--rill:ranks=2", "--rill:ranks=5", "--rill:log=off", "--rill:log=trace"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.ranks, 5);
+  EXPECT_EQ(o.cfg.log, "trace");
+}
+
+TEST_F(Options, EveryLogLevelIsAccepted) {
+  for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+    args a{"prog", std::string("--rill:log=") + level};
+    EXPECT_EQ(parse(a).cfg.log, level);
+  }
+}
+
+TEST_F(Options, HelpFlag) {
+  args a{"prog", "--rill:help", "keep"};
+  parsed_options o = parse(a);
+  EXPECT_TRUE(o.help);
+  EXPECT_EQ(a.left(), (std::vector<std::string>{"prog", "keep"}));
+  expect_usage_error("--rill:help=yes", "help");
+}
+
+TEST_F(Options, UnknownFlagThrows) {
+  expect_usage_error("--rill:bogus=1", "bogus");
+  expect_usage_error("--rill:rank=2", "rank");
+  expect_usage_error("--rill:Ranks=2", "Ranks");
+  expect_usage_error("--rill:", "--rill:");
+}
+
+TEST_F(Options, MalformedNumbersThrow) {
+  expect_usage_error("--rill:ranks=abc", "ranks");
+  expect_usage_error("--rill:ranks=3x", "ranks");
+  expect_usage_error("--rill:ranks= 3", "ranks");
+  expect_usage_error("--rill:ranks=", "ranks");
+  expect_usage_error("--rill:ranks=1.5", "ranks");
+  expect_usage_error("--rill:workers=-1", "workers");
+  expect_usage_error("--rill:agg-age-us=-5", "agg-age-us");
+  expect_usage_error("--rill:queue-buffers=0", "queue-buffers");
+  expect_usage_error("--rill:chaos=18446744073709551616", "chaos");
+  expect_usage_error("--rill:idle-spins=many", "idle-spins");
+  expect_usage_error("--rill:stack=12Q", "stack");
+  expect_usage_error("--rill:stack=K", "stack");
+  expect_usage_error("--rill:agg-bytes=4k", "agg-bytes");
+  expect_usage_error("--rill:large-bytes=", "large-bytes");
+}
+
+TEST_F(Options, ZeroRanksOrWorkersThrow) {
+  expect_usage_error("--rill:ranks=0", "ranks");
+  expect_usage_error("--rill:workers=0", "workers");
+}
+
+TEST_F(Options, UnknownTransportThrows) {
+  expect_usage_error("--rill:transport=tcp", "transport");
+  expect_usage_error("--rill:transport=", "transport");
+  expect_usage_error("--rill:transport=MPI", "transport");
+}
+
+TEST_F(Options, MissingValueThrows) {
+  expect_usage_error("--rill:ranks", "ranks");
+  expect_usage_error("--rill:stack", "stack");
+  expect_usage_error("--rill:log", "log");
+  expect_usage_error("--rill:transport", "transport");
+}
+
+TEST_F(Options, OutOfRangeSizesThrow) {
+  expect_usage_error("--rill:stack=4K", "stack");
+  expect_usage_error("--rill:stack=8191", "stack");
+  expect_usage_error("--rill:stack=0", "stack");
+  expect_usage_error("--rill:stack=2G", "stack");
+  expect_usage_error("--rill:stack=99999999999999999G", "stack");
+  expect_usage_error("--rill:agg-bytes=63", "agg-bytes");
+  expect_usage_error("--rill:large-bytes=2G", "large-bytes");
+  expect_usage_error("--rill:ranks=1025", "ranks");
+  expect_usage_error("--rill:log=loud", "log");
+}
+
+TEST_F(Options, EnvironmentVariablesAreRead) {
+  setenv("RILL_RANKS", "6", 1);
+  setenv("RILL_WORKERS", "5", 1);
+  setenv("RILL_TRANSPORT", "local", 1);
+  setenv("RILL_STACK", "256K", 1);
+  setenv("RILL_AGG_BYTES", "16K", 1);
+  setenv("RILL_AGG_AGE_US", "42", 1);
+  setenv("RILL_LARGE_BYTES", "2M", 1);
+  setenv("RILL_QUEUE_BUFFERS", "9", 1);
+  setenv("RILL_CHAOS", "99", 1);
+  setenv("RILL_LOG", "info", 1);
+  setenv("RILL_IDLE_SPINS", "123", 1);
+  args a{"prog", "arg"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.ranks, 6);
+  EXPECT_EQ(o.cfg.workers, 5);
+  EXPECT_TRUE(o.workers_given);
+  EXPECT_EQ(o.cfg.transport, rill::transport_kind::local);
+  EXPECT_TRUE(o.transport_given);
+  EXPECT_EQ(o.cfg.stack_bytes, 256u * 1024);
+  EXPECT_EQ(o.cfg.agg_bytes, 16u * 1024);
+  EXPECT_EQ(o.cfg.agg_age_us, 42u);
+  EXPECT_EQ(o.cfg.large_bytes, 2u << 20);
+  EXPECT_EQ(o.cfg.queue_buffers, 9);
+  EXPECT_EQ(o.cfg.chaos, 99u);
+  EXPECT_EQ(o.cfg.log, "info");
+  EXPECT_EQ(o.cfg.idle_spins, 123);
+  EXPECT_EQ(a.left(), (std::vector<std::string>{"prog", "arg"}));
+}
+
+TEST_F(Options, FlagsOverrideEnvironment) {
+  setenv("RILL_RANKS", "6", 1);
+  setenv("RILL_STACK", "256K", 1);
+  setenv("RILL_LOG", "info", 1);
+  args a{"prog", "--rill:ranks=2", "--rill:log=critical"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.ranks, 2);
+  EXPECT_EQ(o.cfg.log, "critical");
+  EXPECT_EQ(o.cfg.stack_bytes, 256u * 1024);  // not overridden
+}
+
+TEST_F(Options, BadEnvironmentErrorNamesTheOption) {
+  // Variables are validated too; the error names the option.
+  setenv("RILL_RANKS", "zero", 1);
+  expect_usage_error("--rill:workers=1", "ranks");
+}
+
+TEST_F(Options, BadEnvironmentValuesThrow) {
+  setenv("RILL_WORKERS", "0", 1);
+  args a{"prog"};
+  EXPECT_THROW(parse(a), usage_error);
+  unsetenv("RILL_WORKERS");
+  setenv("RILL_TRANSPORT", "tcp", 1);
+  args b{"prog"};
+  EXPECT_THROW(parse(b), usage_error);
+}
+
+TEST_F(Options, HelpVariableIsIgnored) {
+  setenv("RILL_HELP", "1", 1);
+  args a{"prog"};
+  EXPECT_FALSE(parse(a).help);
+}
+
+TEST_F(Options, HelpListsEveryOption) {
+  const std::string help = options_help();
+  for (const char* n : all_names) {
+    EXPECT_NE(help.find(std::string("--rill:") + n + " "), std::string::npos) << n << " missing from:\n" << help;
+  }
+  EXPECT_NE(help.find("--rill:help"), std::string::npos);
+  EXPECT_NE(help.find("RILL_"), std::string::npos);
+  // Every option in the table is one this test knows about (a new option needs a test).
+  std::size_t count = 0;
+  for (std::size_t at = help.find("--rill:"); at != std::string::npos; at = help.find("--rill:", at + 1)) ++count;
+  // The first line mentions "--rill:NAME=VALUE" once; then one line per option (11 + help).
+  EXPECT_EQ(count, 1 + std::size(all_names) + 1) << help;
+}
+
+}  // namespace
