@@ -1,0 +1,94 @@
+// The MPI peers of M4 and M5, run on MPI_COMM_WORLD in the same processes as Rill (before the
+// runtime starts its workers). Rank 0 is the sender and times; rank 1 is the receiver.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "common.hpp"
+
+namespace bench::mpi_peer {
+
+constexpr int tag_data = 11;
+constexpr int tag_ack = 12;
+
+// OSU-style message rate: per window, the receiver posts `window` receives and the sender
+// `window` sends; both wait for all, then the receiver sends a zero-byte ack. Returns messages per
+// second on rank 0 (0 on other ranks).
+inline double message_rate(std::size_t bytes, long messages, int window) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  const long windows = std::max(1L, messages / window);
+  std::vector<std::byte> buf(bytes * static_cast<std::size_t>(window) + 1);
+  std::vector<MPI_Request> reqs(static_cast<std::size_t>(window));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto t0 = clock::now();
+  for (long w = 0; w < windows; ++w) {
+    for (int i = 0; i < window; ++i) {
+      std::byte* p = buf.data() + bytes * static_cast<std::size_t>(i);
+      if (me == 0)
+        MPI_Isend(p, static_cast<int>(bytes), MPI_BYTE, 1, tag_data, MPI_COMM_WORLD,
+                  &reqs[static_cast<std::size_t>(i)]);
+      else if (me == 1)
+        MPI_Irecv(p, static_cast<int>(bytes), MPI_BYTE, 0, tag_data, MPI_COMM_WORLD,
+                  &reqs[static_cast<std::size_t>(i)]);
+      else
+        reqs[static_cast<std::size_t>(i)] = MPI_REQUEST_NULL;
+    }
+    MPI_Waitall(window, reqs.data(), MPI_STATUSES_IGNORE);
+    if (me == 0)
+      MPI_Recv(nullptr, 0, MPI_BYTE, 1, tag_ack, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else if (me == 1)
+      MPI_Send(nullptr, 0, MPI_BYTE, 0, tag_ack, MPI_COMM_WORLD);
+  }
+  const double t = seconds_since(t0);
+  return me == 0 ? static_cast<double>(windows * window) / t : 0;
+}
+
+// Round trip of `bytes` between ranks 0 and 1 (blocking send/recv ping-pong). Returns seconds per
+// round trip on rank 0.
+inline double ping_pong(std::size_t bytes, long iterations) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  std::vector<std::byte> buf(bytes + 1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto t0 = clock::now();
+  for (long i = 0; i < iterations; ++i) {
+    if (me == 0) {
+      MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, 1, tag_data, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, 1, tag_data, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (me == 1) {
+      MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_data, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, 0, tag_data, MPI_COMM_WORLD);
+    }
+  }
+  const double t = seconds_since(t0);
+  return me == 0 ? t / static_cast<double>(iterations) : 0;
+}
+
+// Initialises MPI at MPI_THREAD_SERIALIZED (what Rill's MPI transport needs; Rill then finds MPI
+// initialised and leaves MPI_Finalize to us). Exits when the level is not provided.
+inline void init(int& argc, char**& argv) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    std::fputs("bench: this MPI does not provide MPI_THREAD_SERIALIZED\n", stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
+
+inline int world_rank() {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  return me;
+}
+
+inline int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+}  // namespace bench::mpi_peer
