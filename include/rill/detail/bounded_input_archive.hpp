@@ -25,6 +25,7 @@ class bounded_input_archive : public cereal::InputArchive<bounded_input_archive,
 
   // Throws cereal::Exception when fewer than `size` bytes are left.
   void loadBinary(void* const out, std::size_t size) {
+    if (size == 0) return;  // an empty container's data() may be null, which memcpy must not see
     if (size > remaining()) {
       throw cereal::Exception("payload truncated: " + std::to_string(size) + " bytes wanted, " +
                               std::to_string(remaining()) + " left");
