@@ -101,17 +101,21 @@ class mpi_endpoint final : public endpoint {
       const int i = indices_[k];
       int count = 0;
       MPI_Get_count(&statuses_[k], MPI_BYTE, &count);
-      buffer b = std::move(recv_bufs_[static_cast<std::size_t>(i)]);
-      b.resize(static_cast<std::size_t>(count));
-      out.push_back(incoming{statuses_[k].MPI_SOURCE, std::move(b)});
+      // Copy out just the bytes that arrived and re-post the same buffer: cheaper than handing
+      // the buffer up and allocating (and zero-filling) a new eager-sized one for every message.
+      const auto* first = recv_bufs_[static_cast<std::size_t>(i)].data();
+      out.push_back(incoming{statuses_[k].MPI_SOURCE, buffer(first, first + count)});
       ++n;
       post(i);
     }
+    n += complete_large(out);
     // A matched probe costs as much as the whole poll; large buffers are rarer, so look for them
-    // on every eighth poll only (and whenever one was just found).
-    if (++polls_ % 8 != 0 && !found_large_) return n;
+    // on every eighth poll only (and on every poll while large buffers are arriving).
+    if (++polls_ % 8 != 0 && !found_large_ && large_reqs_.empty()) return n;
     found_large_ = false;
-    while (n < max) {
+    // Start receiving every announced large buffer at once (MPI_Imrecv), so that their rendezvous
+    // transfers overlap instead of running one at a time.
+    for (;;) {
       int flag = 0;
       MPI_Message msg;
       MPI_Status st;
@@ -119,12 +123,12 @@ class mpi_endpoint final : public endpoint {
       if (!flag) break;
       int count = 0;
       MPI_Get_count(&st, MPI_BYTE, &count);
-      buffer b(static_cast<std::size_t>(count));
-      check(MPI_Mrecv(b.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
-      out.push_back(incoming{st.MPI_SOURCE, std::move(b)});
-      ++n;
+      large_bufs_.push_back(incoming{st.MPI_SOURCE, buffer(static_cast<std::size_t>(count))});
+      large_reqs_.push_back(MPI_REQUEST_NULL);
+      check(MPI_Imrecv(large_bufs_.back().bytes.data(), count, MPI_BYTE, &msg, &large_reqs_.back()), "MPI_Imrecv");
       found_large_ = true;
     }
+    if (n < max) n += complete_large(out);
     return n;
   }
 
@@ -148,10 +152,35 @@ class mpi_endpoint final : public endpoint {
  private:
   void post(int i) {
     auto& b = recv_bufs_[static_cast<std::size_t>(i)];
-    b.resize(eager_bytes_);
+    if (b.size() != eager_bytes_) b.resize(eager_bytes_);
     check(MPI_Irecv(b.data(), static_cast<int>(b.size()), MPI_BYTE, MPI_ANY_SOURCE, tag_eager, comm_,
                     &recv_reqs_[static_cast<std::size_t>(i)]),
           "MPI_Irecv");
+  }
+
+  // Moves the large buffers whose receives finished to `out`. Called with lock_ held.
+  std::size_t complete_large(std::vector<incoming>& out) {
+    if (large_reqs_.empty()) return 0;
+    int done = 0;
+    completed_.resize(large_reqs_.size());
+    check(MPI_Testsome(static_cast<int>(large_reqs_.size()), large_reqs_.data(), &done, completed_.data(),
+                       MPI_STATUSES_IGNORE),
+          "MPI_Testsome");
+    if (done == 0 || done == MPI_UNDEFINED) return 0;
+    for (int k = 0; k < done; ++k)
+      out.push_back(std::move(large_bufs_[static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)])]));
+    std::size_t w = 0;
+    for (std::size_t r = 0; r < large_reqs_.size(); ++r) {
+      if (large_reqs_[r] == MPI_REQUEST_NULL) continue;
+      if (w != r) {
+        large_reqs_[w] = large_reqs_[r];
+        large_bufs_[w] = std::move(large_bufs_[r]);
+      }
+      ++w;
+    }
+    large_reqs_.resize(w);
+    large_bufs_.resize(w);
+    return static_cast<std::size_t>(done);
   }
 
   // Called with lock_ held.
@@ -197,6 +226,8 @@ class mpi_endpoint final : public endpoint {
   std::vector<int> send_dest_;
   std::vector<int> completed_;
   std::vector<std::size_t> in_flight_to_;
+  std::vector<incoming> large_bufs_;  // large buffers being received (under lock_)
+  std::vector<MPI_Request> large_reqs_;
   unsigned polls_ = 0;        // under lock_
   bool found_large_ = false;  // under lock_
   std::mutex self_lock_;
