@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstring>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -77,6 +78,7 @@ F load_callable(const std::byte* in) {
 template <class F, class... Args>
 struct am_handler {
   static constexpr std::size_t fn_bytes = callable_bytes<F>();
+  static constexpr std::size_t heap_args_bytes = 1024;
 
   static void invoke(const std::byte* p, std::size_t n) {
     if (n < fn_bytes) throw decode_error("payload shorter than its callable");
@@ -87,9 +89,18 @@ struct am_handler {
       constexpr std::size_t expected = (std::size_t{0} + ... + sizeof(Args));
       if (n != expected) throw decode_error("payload size does not match the handler's arguments");
       std::size_t at = 0;
-      // Braced init guarantees left-to-right evaluation of the loads.
-      std::tuple<Args...> args{load_next<Args>(p, at)...};
-      std::apply(fn, std::move(args));
+      if constexpr (expected > heap_args_bytes && (std::is_default_constructible_v<Args> && ...)) {
+        // Large arguments go to the heap, not onto the handler's fiber stack (64 KiB by default).
+        auto args = std::make_unique<std::tuple<Args...>>();
+        std::apply(
+            [&](auto&... e) { ((std::memcpy(static_cast<void*>(&e), p + at, sizeof(e)), at += sizeof(e)), ...); },
+            *args);
+        std::apply(fn, std::move(*args));
+      } else {
+        // Braced init guarantees left-to-right evaluation of the loads.
+        std::tuple<Args...> args{load_next<Args>(p, at)...};
+        std::apply(fn, std::move(args));
+      }
     } else {
       std::apply(fn, deserialize_tuple<std::tuple<Args...>>(p, n));
     }

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,38 @@ TEST_P(messages, waiting_fibers_collect_replies_from_every_rank) {
   EXPECT_EQ(code, 0);
   for (int r : hosted_ranks(rt.ranks(), my_mpi_rank()))
     EXPECT_EQ(replies[static_cast<std::size_t>(r)].load(), static_cast<std::uint64_t>(tasks));
+}
+
+struct huge {
+  std::uint64_t words[8192];  // 64 KiB, trivially copyable: as large as a whole default fiber stack
+};
+
+per_rank huge_received;
+
+TEST_P(messages, trivially_copyable_argument_as_large_as_the_stack_arrives_intact) {
+  reset(huge_received);
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  EXPECT_EQ(rt.run_spmd([] {
+    auto h = std::make_unique<huge>();
+    for (int to = 0; to < rill::rank_n(); ++to) {
+      for (std::uint64_t k = 0; k < 8192; ++k) h->words[k] = k * 31 + static_cast<std::uint64_t>(to);
+      rill::am::send(
+          to,
+          [](const huge& x) {
+            for (std::uint64_t k = 0; k < 8192; ++k)
+              if (x.words[k] != k * 31 + static_cast<std::uint64_t>(rill::rank_me())) {
+                ADD_FAILURE() << "64 KiB payload corrupted at word " << k;
+                return;
+              }
+            huge_received[static_cast<std::size_t>(rill::rank_me())]++;
+          },
+          *h);
+    }
+  }),
+            0);
+  for (int r : hosted_ranks(rt.ranks(), my_mpi_rank()))
+    EXPECT_EQ(huge_received[static_cast<std::size_t>(r)].load(), static_cast<std::uint64_t>(rt.ranks()));
 }
 
 per_rank hops_seen;
