@@ -21,7 +21,7 @@ struct config {
   int queue_buffers = 64;               // in-flight buffers per destination before back-pressure
   std::uint64_t chaos = 0;              // local transport: seed of delay/reorder, 0 = off
   std::string log = "warn";             // spdlog level
-  int idle_spins = 2000;                // idle polls before a worker sleeps
+  std::uint64_t idle_poll_us = 5000;    // how long an idle worker keeps polling before it sleeps
 };
 
 }  // namespace rill

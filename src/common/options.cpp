@@ -112,9 +112,10 @@ const std::vector<option_spec>& table() {
            }
          bad_value("log", v, "trace, debug, info, warn, error, critical or off");
        }},
-      {"idle-spins", "2000", "polls an idle worker makes before it sleeps",
+      {"idle-poll-us", "5000",
+       "microseconds an idle worker keeps polling before it sleeps (ranks woken by arrivals: at most 50)",
        [](parsed_options& o, std::string_view v) {
-         o.cfg.idle_spins = parse_number<int>("idle-spins", v, 0, 1 << 30);
+         o.cfg.idle_poll_us = parse_number<std::uint64_t>("idle-poll-us", v, 0, 60'000'000);
        }},
       {"help", "", "print this table and exit",
        [](parsed_options& o, std::string_view v) {

@@ -25,7 +25,7 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       id_(ep.rank()),
       size_(ep.size()),
       agg_(id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); }),
-      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_spins),
+      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_poll_us),
       term_(*this),
       large_bytes_(cfg.large_bytes) {
   ep_.on_arrival([this] { pool_.notify(); });

@@ -19,8 +19,14 @@ thread_local worker* tls_worker = nullptr;
 
 // Scheduling iterations between network polls while local work keeps a worker busy.
 constexpr unsigned poll_every = 32;
-// Task records a worker keeps for reuse.
-constexpr std::size_t max_free_tasks = 4096;
+// Task records a worker allocates at once when its pool is empty.
+constexpr std::size_t task_slab_records = 256;
+
+std::uint64_t steady_now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -36,11 +42,6 @@ worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
     : pool_(pool), index_(index), stacks_(stack_bytes) {}
 
 worker::~worker() {
-  while (free_tasks_ != nullptr) {
-    task_record* t = free_tasks_;
-    free_tasks_ = t->next;
-    delete t;
-  }
   // Fibers still suspended at shutdown wait for something that will never come; resuming them
   // would run user code after the program ended. They are dropped; their stacks go with the pool.
   reclaim_ended();
@@ -60,22 +61,40 @@ void worker::push(task_record* t) {
 }
 
 task_record* worker::allocate_task() {
-  if (task_record* t = free_tasks_) {
-    free_tasks_ = t->next;
-    --free_task_count_;
-    return t;
+  if (!free_tasks_) free_tasks_ = returned_tasks_.exchange(nullptr, std::memory_order_acquire);
+  if (!free_tasks_) {
+    // The pool grows with the peak number of this worker's records alive at once, never with the
+    // number of tasks spawned: records come back to it wherever they ran (free_task).
+    task_slabs_.push_back(std::make_unique<task_record[]>(task_slab_records));
+    task_record* slab = task_slabs_.back().get();
+    for (std::size_t i = 0; i < task_slab_records; ++i) {
+      slab[i].home = this;
+      slab[i].next = i + 1 < task_slab_records ? &slab[i + 1] : nullptr;
+    }
+    free_tasks_ = slab;
   }
-  return new task_record;
+  task_record* t = free_tasks_;
+  free_tasks_ = t->next;
+  return t;
 }
 
 void worker::free_task(task_record* t) {
-  if (free_task_count_ >= max_free_tasks) {
+  if (t->home == this) {
+    t->next = free_tasks_;
+    free_tasks_ = t;
+  } else if (t->home == nullptr) {
     delete t;
-    return;
+  } else {
+    // Ran here after a steal: hand it back to its worker without a lock.
+    static_cast<worker*>(t->home)->return_task(t);
   }
-  t->next = free_tasks_;
-  free_tasks_ = t;
-  ++free_task_count_;
+}
+
+void worker::return_task(task_record* t) {
+  task_record* head = returned_tasks_.load(std::memory_order_relaxed);
+  do {
+    t->next = head;
+  } while (!returned_tasks_.compare_exchange_weak(head, t, std::memory_order_release, std::memory_order_relaxed));
 }
 
 void worker::push_local(fiber_rec* f) {
@@ -181,7 +200,7 @@ void worker::loop() {
     if (services.stopping()) return;
     if (fiber_rec* f = take_ready()) {
       mark_active();
-      idle_spins_ = 0;
+      reset_idle();
       if (spare_.size() >= 64) {  // enough parked fibers: end this one, resume f
         exit_to_ = f;
         return;
@@ -196,7 +215,7 @@ void worker::loop() {
     if (!t) t = pool_.take_injected();
     if (t) {
       mark_active();
-      idle_spins_ = 0;
+      reset_idle();
       run_task(t);
       if (++ticks_ % poll_every == 0) progress_and_release();
       continue;
@@ -205,12 +224,12 @@ void worker::loop() {
     // for the age threshold), then poll.
     services.on_out_of_work(*this);
     if (progress_and_release() || local_ready_head_) {  // never idle with ready fibers
-      idle_spins_ = 0;
+      reset_idle();
       continue;
     }
     if ((t = pool_.steal_for(index_))) {
       mark_active();
-      idle_spins_ = 0;
+      reset_idle();
       worker_counters::bump(counters_.steals);
       run_task(t);
       continue;
@@ -243,16 +262,32 @@ void worker::mark_idle() {
   }
 }
 
+void worker::reset_idle() {
+  idle_since_ns_ = 0;
+  idle_spins_ = 0;
+  sleep_backoff_ = 0;
+}
+
 void worker::idle_step() {
   mark_idle();
-  pool_.services().on_idle(*this);
-  if (++idle_spins_ < pool_.idle_spins()) {
-    cpu_relax();
+  rank_services& services = pool_.services();
+  services.on_idle(*this);
+  const bool must_poll = services.must_poll();
+  const std::uint64_t now = steady_now_ns();
+  if (idle_since_ns_ == 0) idle_since_ns_ = now;
+  // A rank that only learns of arrivals by polling (MPI) keeps polling for the whole window: a
+  // reply that finds it asleep costs up to the sleep time, and two ranks that each sleep through
+  // the other's messages stay slow. Ranks that are woken by arrivals need only a short spin.
+  const std::uint64_t window = must_poll ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
+  if (now - idle_since_ns_ < window) {
+    // Let other threads (another rank's process on an oversubscribed node) run now and then.
+    if (++idle_spins_ % 8 == 0)
+      std::this_thread::yield();
+    else
+      cpu_relax();
     return;
   }
-  int backoff = idle_spins_ - pool_.idle_spins();
-  pool_.sleep(pool_.services().must_poll(), backoff);
-  idle_spins_ = pool_.idle_spins() + backoff;
+  pool_.sleep(must_poll, sleep_backoff_);
 }
 
 void worker::park(waiter& w) {
@@ -321,8 +356,8 @@ void worker::thread_main() {
 
 // ---- the pool ----------------------------------------------------------------------------
 
-worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, int idle_spins)
-    : services_(services), idle_spins_(idle_spins) {
+worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us)
+    : services_(services), idle_poll_ns_(idle_poll_us * 1000) {
   for (int i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker>(*this, i, stack_bytes));
 }
 

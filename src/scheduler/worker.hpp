@@ -77,11 +77,13 @@ class worker {
   void loop();
   void run_task(task_record* t);
   void free_task(task_record* t);
+  void return_task(task_record* t);  // any thread
   fiber_rec* take_ready();
   void push_local(fiber_rec* f);
   fiber_rec* spare_fiber();
   fiber_rec* new_fiber();
   void idle_step();
+  void reset_idle();
   bool progress_and_release();
   void mark_idle();
 
@@ -99,12 +101,15 @@ class worker {
   std::vector<fiber_rec*> dead_;                    // records of ended fibers, for reuse
   fiber_rec* local_ready_head_ = nullptr;           // ready fibers, FIFO (owner only)
   fiber_rec* local_ready_tail_ = nullptr;
-  std::atomic<fiber_rec*> remote_ready_{nullptr};  // woken from other threads, LIFO stack
-  fiber_rec* exit_to_ = nullptr;                   // set when the running fiber should end and resume another
-  task_record* free_tasks_ = nullptr;
-  std::size_t free_task_count_ = 0;
-  std::vector<fiber_rec*> blocked_;  // fibers waiting for the next network progress
-  int idle_spins_ = 0;
+  std::atomic<fiber_rec*> remote_ready_{nullptr};           // woken from other threads, LIFO stack
+  fiber_rec* exit_to_ = nullptr;                            // set when the running fiber should end and resume another
+  std::vector<std::unique_ptr<task_record[]>> task_slabs_;  // every task record this worker made
+  task_record* free_tasks_ = nullptr;                       // owner only
+  std::atomic<task_record*> returned_tasks_{nullptr};       // freed by other workers, LIFO stack
+  std::vector<fiber_rec*> blocked_;                         // fibers waiting for the next network progress
+  std::uint64_t idle_since_ns_ = 0;                         // when the worker last ran out of work (0: it is busy)
+  unsigned idle_spins_ = 0;
+  int sleep_backoff_ = 0;
   unsigned ticks_ = 0;
   bool active_ = false;
   std::thread thread_;
@@ -113,7 +118,7 @@ class worker {
 // The workers of one rank, how they steal from each other, and how idle ones sleep.
 class worker_pool {
  public:
-  worker_pool(rank_services& services, int workers, std::size_t stack_bytes, int idle_spins);
+  worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us);
   ~worker_pool();
 
   void start(int rank);  // launches the worker threads
@@ -122,7 +127,7 @@ class worker_pool {
   int size() const { return static_cast<int>(workers_.size()); }
   worker& at(int i) { return *workers_[static_cast<std::size_t>(i)]; }
   rank_services& services() { return services_; }
-  int idle_spins() const { return idle_spins_; }
+  std::uint64_t idle_poll_ns() const { return idle_poll_ns_; }
 
   // A task from a thread that is not one of this rank's workers.
   void inject(task_record* t);
@@ -143,7 +148,7 @@ class worker_pool {
  private:
   rank_services& services_;
   std::vector<std::unique_ptr<worker>> workers_;
-  const int idle_spins_;
+  const std::uint64_t idle_poll_ns_;
   std::mutex inject_lock_;
   std::vector<task_record*> injected_;
   std::atomic<bool> has_injected_{false};

@@ -19,8 +19,8 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",       "workers",       "transport", "stack", "agg-bytes", "agg-age-us",
-                                 "large-bytes", "queue-buffers", "chaos",     "log",   "idle-spins"};
+const char* const all_names[] = {"ranks",       "workers",       "transport", "stack", "agg-bytes",   "agg-age-us",
+                                 "large-bytes", "queue-buffers", "chaos",     "log",   "idle-poll-us"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -83,7 +83,7 @@ TEST_F(Options, NoFlagsGiveDefaults) {
   EXPECT_EQ(o.cfg.queue_buffers, d.queue_buffers);
   EXPECT_EQ(o.cfg.chaos, d.chaos);
   EXPECT_EQ(o.cfg.log, d.log);
-  EXPECT_EQ(o.cfg.idle_spins, d.idle_spins);
+  EXPECT_EQ(o.cfg.idle_poll_us, d.idle_poll_us);
   EXPECT_FALSE(o.workers_given);
   EXPECT_FALSE(o.transport_given);
   EXPECT_FALSE(o.help);
@@ -144,7 +144,7 @@ TEST_F(Options, ParsesEveryValue) {
          "--rill:queue-buffers=17",
          "--rill:chaos=18446744073709551615",
          "--rill:log=debug",
-         "--rill:idle-spins=0"};
+         "--rill:idle-poll-us=0"};
   parsed_options o = parse(a);
   EXPECT_EQ(o.cfg.ranks, 4);
   EXPECT_EQ(o.cfg.workers, 3);
@@ -158,7 +158,7 @@ TEST_F(Options, ParsesEveryValue) {
   EXPECT_EQ(o.cfg.queue_buffers, 17);
   EXPECT_EQ(o.cfg.chaos, 18446744073709551615ull);
   EXPECT_EQ(o.cfg.log, "debug");
-  EXPECT_EQ(o.cfg.idle_spins, 0);
+  EXPECT_EQ(o.cfg.idle_poll_us, 0u);
   EXPECT_EQ(a.argc, 1);
 }
 
@@ -224,7 +224,7 @@ TEST_F(Options, MalformedNumbersThrow) {
   expect_usage_error("--rill:agg-age-us=-5", "agg-age-us");
   expect_usage_error("--rill:queue-buffers=0", "queue-buffers");
   expect_usage_error("--rill:chaos=18446744073709551616", "chaos");
-  expect_usage_error("--rill:idle-spins=many", "idle-spins");
+  expect_usage_error("--rill:idle-poll-us=many", "idle-poll-us");
   expect_usage_error("--rill:stack=12Q", "stack");
   expect_usage_error("--rill:stack=K", "stack");
   expect_usage_error("--rill:agg-bytes=4k", "agg-bytes");
@@ -272,7 +272,7 @@ TEST_F(Options, EnvironmentVariablesAreRead) {
   setenv("RILL_QUEUE_BUFFERS", "9", 1);
   setenv("RILL_CHAOS", "99", 1);
   setenv("RILL_LOG", "info", 1);
-  setenv("RILL_IDLE_SPINS", "123", 1);
+  setenv("RILL_IDLE_POLL_US", "123", 1);
   args a{"prog", "arg"};
   parsed_options o = parse(a);
   EXPECT_EQ(o.cfg.ranks, 6);
@@ -287,7 +287,7 @@ TEST_F(Options, EnvironmentVariablesAreRead) {
   EXPECT_EQ(o.cfg.queue_buffers, 9);
   EXPECT_EQ(o.cfg.chaos, 99u);
   EXPECT_EQ(o.cfg.log, "info");
-  EXPECT_EQ(o.cfg.idle_spins, 123);
+  EXPECT_EQ(o.cfg.idle_poll_us, 123u);
   EXPECT_EQ(a.left(), (std::vector<std::string>{"prog", "arg"}));
 }
 

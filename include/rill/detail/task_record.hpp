@@ -8,12 +8,15 @@
 
 namespace rill::detail {
 
+// 64 bytes: one cache line.
 struct task_record {
   // Runs the callable and destroys it (also when it throws).
   void (*invoke)(task_record*) = nullptr;
   task_record* next = nullptr;  // free-list link
-  static constexpr std::size_t inline_bytes = 48;
-  alignas(16) std::byte storage[inline_bytes];
+  void* home = nullptr;         // the worker whose pool the record returns to (nullptr: the heap)
+  static constexpr std::size_t inline_bytes = 40;
+  static constexpr std::size_t inline_align = 8;
+  alignas(inline_align) std::byte storage[inline_bytes];
 };
 
 // Records come from the calling worker's pool (or the heap off a worker).
@@ -27,7 +30,7 @@ template <class F>
 task_record* make_task(F&& fn) {
   using Fn = std::decay_t<F>;
   task_record* t = task_allocate();
-  if constexpr (sizeof(Fn) <= task_record::inline_bytes && alignof(Fn) <= 16) {
+  if constexpr (sizeof(Fn) <= task_record::inline_bytes && alignof(Fn) <= task_record::inline_align) {
     ::new (static_cast<void*>(t->storage)) Fn(std::forward<F>(fn));
     t->invoke = [](task_record* r) {
       Fn* f = std::launder(reinterpret_cast<Fn*>(r->storage));
