@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace rill {
 
@@ -22,6 +23,26 @@ class usage_error : public std::runtime_error {
 class misuse_error : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+};
+
+// Thrown by wait() on a poisoned event: the event (or one it depends on) belongs to an operation
+// that failed. what() names the original error, the rank it happened on and the operation.
+class poisoned_error : public std::runtime_error {
+ public:
+  poisoned_error(std::string reason, int rank, std::string operation)
+      : std::runtime_error("poisoned event: " + operation + " on rank " + std::to_string(rank) + " failed: " + reason),
+        reason_(std::move(reason)),
+        rank_(rank),
+        operation_(std::move(operation)) {}
+  // The original error, the rank where it happened, and the operation that failed.
+  const std::string& reason() const { return reason_; }
+  int rank() const { return rank_; }
+  const std::string& operation() const { return operation_; }
+
+ private:
+  std::string reason_;
+  int rank_;
+  std::string operation_;
 };
 
 }  // namespace rill

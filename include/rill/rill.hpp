@@ -4,5 +4,6 @@
 #include "rill/am.hpp"
 #include "rill/config.hpp"
 #include "rill/error.hpp"
+#include "rill/event.hpp"
 #include "rill/runtime.hpp"
 #include "rill/task.hpp"

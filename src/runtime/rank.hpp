@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "events/event_table.hpp"
 #include "messages/aggregator.hpp"
 #include "rill/config.hpp"
 #include "rill/runtime.hpp"
@@ -26,6 +27,7 @@ class rank_state final : public rank_services {
   aggregator& agg() { return agg_; }
   worker_pool& pool() { return pool_; }
   termination& term() { return term_; }
+  event_table& events() { return events_; }
   std::size_t large_bytes() const { return large_bytes_; }
 
   // rank_services
@@ -52,6 +54,8 @@ class rank_state final : public rank_services {
   worker_pool pool_;
   termination term_;
   const std::size_t large_bytes_;
+  // Declared after the pool, so destroyed before it: callbacks still waiting are released first.
+  event_table events_{id_, size_};
   std::atomic<bool> stopping_{false};
   int exit_code_ = 0;
 };

@@ -1,0 +1,161 @@
+// The non-template halves of rill::event, rill::user_event and rill::merge.
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+
+#include "events/event_table.hpp"
+#include "rill/error.hpp"
+#include "rill/event.hpp"
+#include "rill/task.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill {
+
+namespace {
+
+detail::event_table& table(const char* what) { return detail::current_rank(what).events(); }
+
+[[noreturn]] void throw_poisoned(const detail::poison_info& p) { throw poisoned_error(p.reason, p.rank, p.operation); }
+
+// A fiber (or thread) waiting in event::wait().
+struct fiber_waiter final : detail::event_waiter {
+  fiber_waiter() {
+    fn = [](detail::event_waiter* self, bool discard) {
+      if (!discard) detail::wake(&static_cast<fiber_waiter*>(self)->w);  // last touch of *self
+    };
+  }
+  detail::waiter w;
+};
+
+}  // namespace
+
+bool event::has_triggered() const {
+  if (is_none()) return true;
+  return table("rill::event::has_triggered").query(*this).triggered;
+}
+
+bool event::poisoned() const {
+  if (is_none()) return false;
+  const auto s = table("rill::event::poisoned").query(*this);
+  return s.triggered && s.cause != nullptr;
+}
+
+void event::wait() const {
+  if (is_none()) return;
+  detail::event_table& t = table("rill::event::wait");
+  const auto s = t.query(*this);
+  if (s.triggered && s.known) {
+    if (s.cause) throw_poisoned(*s.cause);
+    return;
+  }
+  fiber_waiter self;
+  detail::prepare_wait(self.w);
+  t.on_trigger(*this, &self);
+  detail::park(self.w);
+  if (self.cause) throw_poisoned(*self.cause);
+}
+
+user_event user_event::create() { return user_event(table("rill::user_event::create").create()); }
+
+void user_event::trigger(event after) const {
+  detail::event_table& t = table("rill::user_event::trigger");
+  if (after.is_none()) {
+    t.trigger(*this, nullptr);
+    return;
+  }
+  const event self = *this;
+  detail::when_triggered(after, [self](const detail::poison_ptr& cause) { detail::event_poison(self, cause); });
+}
+
+void user_event::poison(const std::string& reason) const {
+  detail::event_table& t = table("rill::user_event::poison");
+  t.trigger(*this,
+            std::make_shared<const detail::poison_info>(detail::poison_info{reason, rank_me(), "user_event::poison"}));
+}
+
+event_counts event_stats() { return table("rill::event_stats").counts(); }
+
+namespace detail {
+
+void event_on_trigger(event e, event_waiter* w) { table("rill: waiting on an event").on_trigger(e, w); }
+
+event event_create() { return table("rill: creating an event").create(); }
+
+void event_trigger(event e) { table("rill: triggering an event").trigger(e, nullptr); }
+
+// Triggers e, poisoned when cause is set (also used for "trigger unless the precondition failed").
+void event_poison(event e, poison_ptr cause) { table("rill: triggering an event").trigger(e, std::move(cause)); }
+
+void event_task_failed(event e, const char* type, const char* what) {
+  std::string name = type;
+  int status = 0;
+  if (char* demangled = abi::__cxa_demangle(type, nullptr, nullptr, &status)) {
+    if (status == 0) name = demangled;
+    std::free(demangled);
+  }
+  event_poison(e, std::make_shared<const poison_info>(poison_info{name + ": " + what, rank_me(), "task"}));
+}
+
+namespace {
+
+// A merge of n inputs: each input has a waiter node in the record; the last one to fire frees it.
+struct merge_record {
+  struct input final : event_waiter {
+    merge_record* owner = nullptr;
+  };
+  explicit merge_record(event r, std::size_t n) : result(r), inputs(n), remaining(static_cast<std::ptrdiff_t>(n) + 1) {
+    for (auto& in : inputs) {
+      in.owner = this;
+      in.fn = [](event_waiter* self, bool discard) {
+        merge_record* m = static_cast<input*>(self)->owner;
+        if (!discard) {
+          // The first poisoned input poisons the result at once: dependents need not wait for the rest.
+          if (self->cause && !m->done.exchange(true, std::memory_order_acq_rel)) event_poison(m->result, self->cause);
+        }
+        m->release(discard);
+      };
+    }
+  }
+  void release(bool discard) {
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (!discard && !done.exchange(true, std::memory_order_acq_rel)) event_trigger(result);
+    delete this;
+  }
+  event result;
+  std::vector<input> inputs;
+  std::atomic<std::ptrdiff_t> remaining;
+  std::atomic<bool> done{false};
+};
+
+}  // namespace
+
+event merge_span(std::span<const event> events) {
+  event_table& t = table("rill::merge");
+  std::vector<event> pending;
+  pending.reserve(events.size());
+  for (const event& e : events) {
+    if (e.is_none()) continue;
+    const auto s = t.query(e);
+    if (s.triggered && s.known) {
+      if (s.cause) return e;  // a poisoned input: the merge is poisoned with its cause
+      continue;
+    }
+    pending.push_back(e);
+  }
+  std::sort(pending.begin(), pending.end());
+  pending.erase(std::unique(pending.begin(), pending.end()), pending.end());
+  if (pending.empty()) return event::none();
+  if (pending.size() == 1) return pending.front();
+  const event result = t.create();
+  auto* m = new merge_record(result, pending.size());
+  // The extra count in `remaining` keeps the record alive until every input is registered.
+  for (std::size_t i = 0; i < pending.size(); ++i) t.on_trigger(pending[i], &m->inputs[i]);
+  m->release(false);
+  return result;
+}
+
+}  // namespace detail
+}  // namespace rill

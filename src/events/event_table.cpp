@@ -1,0 +1,396 @@
+#include "events/event_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <exception>
+
+#include "rill/am.hpp"
+#include "rill/error.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+event_table& table_here() { return current_rank("an event message").events(); }
+
+poison_ptr from_wire(const poison_wire& w) {
+  return std::make_shared<const poison_info>(poison_info{w.reason, w.rank, w.operation});
+}
+
+// ---- messages ---------------------------------------------------------------------------------
+// Every handler runs on a worker of the receiving rank; the sender is am::sender().
+
+void send_subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
+  am::send(
+      owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_subscribe(am::sender(), s, g); }, slot, gen);
+}
+
+void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned) {
+  if (poisoned.empty()) {
+    am::send(
+        to, [](std::uint32_t s, std::uint64_t t) { table_here().on_notify(am::sender(), s, t, {}); }, slot, through);
+  } else {
+    am::send(
+        to,
+        [](std::uint32_t s, std::uint64_t t, const std::vector<poison_wire>& p) {
+          table_here().on_notify(am::sender(), s, t, p);
+        },
+        slot, through, poisoned);
+  }
+}
+
+void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison_ptr& cause) {
+  if (!cause) {
+    am::send(
+        owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_remote_trigger(s, g, nullptr); }, slot, gen);
+  } else {
+    am::send(
+        owner,
+        [](std::uint32_t s, std::uint64_t g, const poison_wire& p) {
+          table_here().on_remote_trigger(s, g, from_wire(p));
+        },
+        slot, gen, poison_wire{gen, cause->rank, cause->reason, cause->operation});
+  }
+}
+
+// ---- firing without recursion -------------------------------------------------------------------
+
+thread_local event_waiter* fire_head = nullptr;
+thread_local event_waiter* fire_tail = nullptr;
+thread_local bool firing = false;
+
+}  // namespace
+
+void fire_waiters(event_waiter* list) {
+  if (!list) return;
+  event_waiter* tail = list;
+  while (tail->next) tail = tail->next;
+  if (fire_tail)
+    fire_tail->next = list;
+  else
+    fire_head = list;
+  fire_tail = tail;
+  if (firing) return;  // an outer call on this thread runs them, in order
+  firing = true;
+  std::exception_ptr first;
+  while (event_waiter* w = fire_head) {
+    fire_head = w->next;
+    if (!fire_head) fire_tail = nullptr;
+    w->next = nullptr;
+    try {
+      w->fn(w, false);  // may free w, may queue more waiters
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  firing = false;
+  if (first) std::rethrow_exception(first);
+}
+
+// ---- the table ----------------------------------------------------------------------------------
+
+event_table::~event_table() {
+  // Whatever still waits when the rank stops will never run: release callbacks' resources.
+  auto discard = [](event_waiter* w) {
+    while (w) {
+      event_waiter* next = w->next;
+      w->fn(w, true);
+      w = next;
+    }
+  };
+  const std::uint32_t n = slot_count_.load();
+  for (std::uint32_t i = 0; i < n; ++i) discard(slot_at(i).waiters);
+  for (int k = 0; k < max_chunks; ++k) delete[] chunks_[static_cast<std::size_t>(k)].load();
+  for (auto& sh : shards_)
+    for (auto& [key, rec] : sh.slots) discard(rec.waiters);
+}
+
+event_table::owned_slot& event_table::slot_at(std::uint32_t index) {
+  const std::uint32_t j = index / chunk_base + 1;
+  const int k = std::bit_width(j) - 1;
+  const std::uint32_t first = chunk_base * ((std::uint32_t{1} << k) - 1);
+  return chunks_[static_cast<std::size_t>(k)].load(std::memory_order_acquire)[index - first];
+}
+
+event_table::owned_slot* event_table::find_slot(std::uint32_t index) {
+  if (index >= slot_count_.load(std::memory_order_acquire)) return nullptr;
+  return &slot_at(index);
+}
+
+void event_table::check_owner(event e, const char* what) const {
+  if (e.owner() < 0 || e.owner() >= ranks_) {
+    throw misuse_error(
+        fmt::format("{}: the event's owner rank {} does not exist (ranks 0..{})", what, e.owner(), ranks_ - 1));
+  }
+}
+
+event event_table::create() {
+  std::uint32_t index;
+  {
+    std::lock_guard g(alloc_m_);
+    if (!free_.empty()) {
+      index = free_.back();
+      free_.pop_back();
+    } else {
+      index = slot_count_.load(std::memory_order_relaxed);
+      const std::uint32_t j = index / chunk_base + 1;
+      const int k = std::bit_width(j) - 1;
+      if (k >= max_chunks) throw std::length_error("rill: too many untriggered events on one rank");
+      auto& chunk = chunks_[static_cast<std::size_t>(k)];
+      if (!chunk.load(std::memory_order_relaxed))
+        chunk.store(new owned_slot[chunk_base << k], std::memory_order_release);
+      slot_count_.store(index + 1, std::memory_order_release);
+    }
+  }
+  owned_slot& s = slot_at(index);
+  std::uint64_t gen;
+  {
+    std::lock_guard g(s.m);
+    gen = ++s.gen;
+    s.triggered = false;
+  }
+  created_.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t live = untriggered_.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::uint64_t peak = peak_untriggered_.load(std::memory_order_relaxed);
+  while (live > peak && !peak_untriggered_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+  return event::from_parts(static_cast<std::uint32_t>(me_), index, gen);
+}
+
+poison_ptr event_table::find_poison(const std::vector<poisoned_gen>& list, std::uint64_t gen) {
+  for (const auto& p : list)
+    if (p.gen == gen) return p.cause;
+  return nullptr;
+}
+
+std::vector<poison_wire> event_table::to_wire(const std::vector<poisoned_gen>& list) {
+  std::vector<poison_wire> out;
+  out.reserve(list.size());
+  for (const auto& p : list) out.push_back({p.gen, p.cause->rank, p.cause->reason, p.cause->operation});
+  return out;
+}
+
+void event_table::trigger(event e, poison_ptr cause) {
+  if (e.is_none()) throw misuse_error("rill: triggering event::none(), which has always triggered");
+  check_owner(e, "rill::user_event::trigger");
+  if (e.owner() == me_)
+    trigger_owned(e.slot(), e.generation(), std::move(cause));
+  else
+    trigger_remote(e, std::move(cause));
+}
+
+void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause) {
+  owned_slot* s = find_slot(index);
+  if (!s)
+    throw misuse_error(fmt::format("rill: trigger of an event in slot {} that rank {} never created", index, me_));
+  event_waiter* waiters;
+  std::vector<int> subscribers;
+  std::vector<poison_wire> wire;
+  bool reuse;
+  {
+    std::lock_guard g(s->m);
+    if (gen != s->gen || s->triggered) {
+      throw misuse_error(fmt::format("rill: event (rank {}, slot {}, generation {}) triggered twice", me_, index, gen));
+    }
+    s->triggered = true;
+    if (cause) s->poisoned.push_back({gen, cause});
+    waiters = std::exchange(s->waiters, nullptr);
+    subscribers.swap(s->subscribers);
+    if (!subscribers.empty() && !s->poisoned.empty()) wire = to_wire(s->poisoned);
+    reuse = s->poisoned.size() < max_poisoned_generations;
+    s->retired = !reuse;
+  }
+  untriggered_.fetch_sub(1, std::memory_order_relaxed);
+  if (reuse) {
+    std::lock_guard g(alloc_m_);
+    free_.push_back(index);
+  } else {
+    retired_.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
+  for (int r : subscribers) send_notify(r, index, gen, wire);
+  fire_waiters(waiters);
+}
+
+void event_table::trigger_remote(event e, poison_ptr cause) {
+  const std::uint64_t key = remote_key(e.owner(), e.slot());
+  event_waiter* ready = nullptr;
+  {
+    shard& sh = shard_of(key);
+    std::lock_guard g(sh.m);
+    remote_slot& rec = sh.slots[key];
+    if (e.generation() <= rec.known || e.generation() <= rec.local_gen) {
+      throw misuse_error(fmt::format("rill: event (rank {}, slot {}, generation {}) triggered twice", e.owner(),
+                                     e.slot(), e.generation()));
+    }
+    rec.local_gen = e.generation();
+    rec.local_cause = cause;
+    // This rank's own waiters for this generation go on at once; the owner tells the others.
+    event_waiter** link = &rec.waiters;
+    while (event_waiter* w = *link) {
+      if (w->gen == e.generation()) {
+        *link = w->next;
+        w->cause = cause;
+        w->next = ready;
+        ready = w;
+      } else {
+        link = &w->next;
+      }
+    }
+  }
+  send_trigger(e.owner(), e.slot(), e.generation(), cause);
+  fire_waiters(ready);
+}
+
+event_status event_table::query(event e) {
+  if (e.is_none()) return {true, true, nullptr};
+  check_owner(e, "rill::event");
+  if (e.owner() == me_) {
+    owned_slot* s = find_slot(e.slot());
+    if (!s) throw misuse_error(fmt::format("rill: event in slot {} that rank {} never created", e.slot(), me_));
+    std::lock_guard g(s->m);
+    if (e.generation() > s->gen) {
+      throw misuse_error(fmt::format("rill: event generation {} of slot {} that rank {} never created", e.generation(),
+                                     e.slot(), me_));
+    }
+    if (e.generation() < s->gen || s->triggered) return {true, true, find_poison(s->poisoned, e.generation())};
+    return {};
+  }
+  const std::uint64_t key = remote_key(e.owner(), e.slot());
+  {
+    shard& sh = shard_of(key);
+    std::lock_guard g(sh.m);
+    remote_slot& rec = sh.slots[key];
+    if (e.generation() <= rec.known) return {true, true, find_poison(rec.poisoned, e.generation())};
+    if (e.generation() == rec.local_gen) return {true, true, rec.local_cause};
+    if (e.generation() < rec.local_gen) return {true, false, nullptr};  // a later one was created: triggered
+    if (rec.subscribed >= e.generation()) return {};
+    rec.subscribed = e.generation();
+  }
+  subscribe(e.owner(), e.slot(), e.generation());
+  return {};
+}
+
+void event_table::subscribe(int owner, std::uint32_t slot, std::uint64_t gen) { send_subscribe(owner, slot, gen); }
+
+void event_table::on_trigger(event e, event_waiter* w) {
+  w->next = nullptr;
+  w->gen = e.generation();
+  w->cause = nullptr;
+  if (e.is_none()) {
+    fire_waiters(w);
+    return;
+  }
+  check_owner(e, "rill::event");
+  if (e.owner() == me_) {
+    owned_slot* s = find_slot(e.slot());
+    if (!s) throw misuse_error(fmt::format("rill: event in slot {} that rank {} never created", e.slot(), me_));
+    {
+      std::lock_guard g(s->m);
+      if (e.generation() > s->gen) {
+        throw misuse_error(fmt::format("rill: event generation {} of slot {} that rank {} never created",
+                                       e.generation(), e.slot(), me_));
+      }
+      if (e.generation() == s->gen && !s->triggered) {
+        w->next = s->waiters;
+        s->waiters = w;
+        return;
+      }
+      w->cause = find_poison(s->poisoned, e.generation());
+    }
+    fire_waiters(w);
+    return;
+  }
+  const std::uint64_t key = remote_key(e.owner(), e.slot());
+  {
+    shard& sh = shard_of(key);
+    std::lock_guard g(sh.m);
+    remote_slot& rec = sh.slots[key];
+    if (e.generation() <= rec.known) {
+      w->cause = find_poison(rec.poisoned, e.generation());
+    } else if (e.generation() == rec.local_gen) {
+      w->cause = rec.local_cause;
+    } else {
+      // Untriggered, or inferred triggered with an unknown cause: wait for the owner's word.
+      w->next = rec.waiters;
+      rec.waiters = w;
+      if (rec.subscribed >= e.generation()) return;
+      rec.subscribed = e.generation();
+      w = nullptr;
+    }
+  }
+  if (w)
+    fire_waiters(w);
+  else
+    subscribe(e.owner(), e.slot(), e.generation());
+}
+
+void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) {
+  owned_slot* s = find_slot(slot);
+  if (!s) throw decode_error(fmt::format("subscription from rank {} to unknown event slot {}", from, slot));
+  std::uint64_t through;
+  std::vector<poison_wire> wire;
+  {
+    std::lock_guard g(s->m);
+    if (gen > s->gen) throw decode_error(fmt::format("subscription from rank {} to a future generation", from));
+    if (gen == s->gen && !s->triggered) {
+      s->subscribers.push_back(from);
+      return;
+    }
+    // Already triggered (the subscription crossed the trigger): answer at once.
+    through = s->triggered ? s->gen : s->gen - 1;
+    wire = to_wire(s->poisoned);
+  }
+  send_notify(from, slot, through, wire);
+}
+
+void event_table::on_remote_trigger(std::uint32_t slot, std::uint64_t gen, poison_ptr cause) {
+  trigger_owned(slot, gen, std::move(cause));
+}
+
+void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through,
+                            const std::vector<poison_wire>& poisoned) {
+  const std::uint64_t key = remote_key(owner, slot);
+  event_waiter* ready = nullptr;
+  {
+    shard& sh = shard_of(key);
+    std::lock_guard g(sh.m);
+    remote_slot& rec = sh.slots[key];
+    for (const auto& p : poisoned) {
+      if (!find_poison(rec.poisoned, p.gen)) rec.poisoned.push_back({p.gen, from_wire(p)});
+    }
+    rec.known = std::max(rec.known, through);
+    // Every generation up to `through` has triggered, and the owner sent all the poisoned ones.
+    event_waiter** link = &rec.waiters;
+    while (event_waiter* w = *link) {
+      if (w->gen <= rec.known) {
+        *link = w->next;
+        w->cause = find_poison(rec.poisoned, w->gen);
+        w->next = ready;
+        ready = w;
+      } else {
+        link = &w->next;
+      }
+    }
+  }
+  fire_waiters(ready);
+}
+
+event_counts event_table::counts() {
+  event_counts c;
+  c.slots = slot_count_.load(std::memory_order_relaxed);
+  c.created = created_.load(std::memory_order_relaxed);
+  c.untriggered = untriggered_.load(std::memory_order_relaxed);
+  c.peak_untriggered = peak_untriggered_.load(std::memory_order_relaxed);
+  c.retired_slots = retired_.load(std::memory_order_relaxed);
+  for (auto& sh : shards_) {
+    std::lock_guard g(sh.m);
+    c.remote_slots += sh.slots.size();
+  }
+  return c;
+}
+
+}  // namespace rill::detail

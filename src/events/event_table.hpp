@@ -1,0 +1,131 @@
+// One rank's events: the generational slots it owns and what it knows of other ranks' slots.
+// Read src/events/README.md for the protocol and its invariants.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rill/event.hpp"
+
+namespace rill::detail {
+
+// What a rank knows about one generation of a slot.
+struct event_status {
+  bool triggered = false;
+  bool known = false;  // whether `cause` is known (false only for remote generations inferred triggered)
+  poison_ptr cause;    // set when poisoned
+};
+
+// A poisoned generation of a slot, remembered as long as the slot exists.
+struct poisoned_gen {
+  std::uint64_t gen;
+  poison_ptr cause;
+};
+
+// The wire form of a poisoned generation.
+struct poison_wire {
+  std::uint64_t gen = 0;
+  std::int32_t rank = -1;
+  std::string reason;
+  std::string operation;
+  template <class A>
+  void serialize(A& a) {
+    a(gen, rank, reason, operation);
+  }
+};
+
+class event_table {
+ public:
+  // A slot that has had this many poisoned generations is retired (never reused), so the list of
+  // a slot's poisoned generations stays short and complete.
+  static constexpr std::size_t max_poisoned_generations = 8;
+
+  event_table(int me, int ranks) : me_(me), ranks_(ranks) {}
+  ~event_table();
+  event_table(const event_table&) = delete;
+  event_table& operator=(const event_table&) = delete;
+
+  event create();
+  // Triggers (cause == nullptr) or poisons an event from this rank. Throws misuse_error when an
+  // event owned here has already triggered.
+  void trigger(event e, poison_ptr cause);
+  // The status of e as this rank knows it now; for a remote untriggered event, subscribes to the
+  // owner when this rank has not yet subscribed to that generation.
+  event_status query(event e);
+  // Registers w to run when e triggers; runs it at once (through fire) when e has triggered.
+  void on_trigger(event e, event_waiter* w);
+
+  event_counts counts();
+
+  // Message handlers (run on this rank).
+  void on_subscribe(int from, std::uint32_t slot, std::uint64_t gen);
+  void on_remote_trigger(std::uint32_t slot, std::uint64_t gen, poison_ptr cause);
+  void on_notify(int owner, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned);
+
+ private:
+  struct owned_slot {
+    std::mutex m;
+    std::uint64_t gen = 0;  // the latest generation created (0: none yet)
+    bool triggered = true;  // whether `gen` has triggered
+    bool retired = false;
+    event_waiter* waiters = nullptr;  // waiting for `gen`
+    std::vector<int> subscribers;     // ranks to notify when `gen` triggers
+    std::vector<poisoned_gen> poisoned;
+  };
+  struct remote_slot {
+    std::uint64_t known = 0;       // the owner said: every generation <= known has triggered
+    std::uint64_t subscribed = 0;  // the latest generation this rank subscribed to
+    std::uint64_t local_gen = 0;   // the latest generation this rank triggered itself
+    poison_ptr local_cause;
+    std::vector<poisoned_gen> poisoned;  // known poisoned generations <= known
+    event_waiter* waiters = nullptr;     // each waiting for w->gen > known
+  };
+  struct shard {
+    std::mutex m;
+    std::unordered_map<std::uint64_t, remote_slot> slots;
+  };
+
+  // Slots live in chunks of doubling size that never move: chunk k holds chunk_base << k slots.
+  static constexpr std::uint32_t chunk_base = 64;
+  static constexpr int max_chunks = 26;
+  static constexpr int shard_count = 16;
+
+  owned_slot& slot_at(std::uint32_t index);
+  owned_slot* find_slot(std::uint32_t index);
+  void check_owner(event e, const char* what) const;
+  void trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause);
+  void trigger_remote(event e, poison_ptr cause);
+  void subscribe(int owner, std::uint32_t slot, std::uint64_t gen);
+  static poison_ptr find_poison(const std::vector<poisoned_gen>& list, std::uint64_t gen);
+  static std::vector<poison_wire> to_wire(const std::vector<poisoned_gen>& list);
+  static std::uint64_t remote_key(int owner, std::uint32_t slot) {
+    return (static_cast<std::uint64_t>(owner) << 32) | slot;
+  }
+  shard& shard_of(std::uint64_t key) { return shards_[key % shard_count]; }
+
+  const int me_;
+  const int ranks_;
+
+  std::mutex alloc_m_;  // guards free_ and growth
+  std::vector<std::uint32_t> free_;
+  std::atomic<std::uint32_t> slot_count_{0};
+  std::array<std::atomic<owned_slot*>, max_chunks> chunks_{};
+
+  std::array<shard, shard_count> shards_;
+
+  std::atomic<std::uint64_t> created_{0};
+  std::atomic<std::uint64_t> untriggered_{0};
+  std::atomic<std::uint64_t> peak_untriggered_{0};
+  std::atomic<std::uint64_t> retired_{0};
+};
+
+// Runs the waiters of a list (linked through next) without recursion: a waiter that triggers
+// another event queues that event's waiters behind the running ones on the same thread.
+void fire_waiters(event_waiter* list);
+
+}  // namespace rill::detail
