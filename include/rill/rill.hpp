@@ -5,5 +5,6 @@
 #include "rill/config.hpp"
 #include "rill/error.hpp"
 #include "rill/event.hpp"
+#include "rill/proc.hpp"
 #include "rill/runtime.hpp"
 #include "rill/task.hpp"

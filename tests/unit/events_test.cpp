@@ -1,4 +1,4 @@
-// Events, merges and poisoning on one rank (local transport): triggering and
+// Events, merges, poisoning and deferred spawns on one rank (local transport): triggering and
 // waiting from tasks, deferred triggers, generation reuse under load, and the failure paths.
 #include <gtest/gtest.h>
 
@@ -47,6 +47,7 @@ int run_on_one_rank(int workers, F&& fn) {
 TEST(Event, HandlesAreSmallValues) {
   static_assert(std::is_trivially_copyable_v<rill::event>);
   static_assert(sizeof(rill::event) == 16);
+  static_assert(std::is_trivially_copyable_v<rill::proc>);
   EXPECT_TRUE(rill::event::none().is_none());
   EXPECT_EQ(rill::event(), rill::event::none());
 }
@@ -326,6 +327,81 @@ TEST(Poison, OldGenerationsStayPoisonedAfterReuseAndSlotsRetire) {
                                 }
                               }
                               EXPECT_GE(rill::event_stats().retired_slots, 1u);
+                              return 0;
+                            }),
+            0);
+}
+
+int add_to(std::atomic<int>* target, int amount) {
+  target->fetch_add(amount);
+  return amount;
+}
+
+TEST(Spawn, RunsAfterItsPreconditionAndTriggersItsEvent) {
+  std::atomic<int> sum{0};
+  EXPECT_EQ(run_on_one_rank(2,
+                            [&] {
+                              rill::proc here = rill::proc::here();
+                              EXPECT_EQ(here.rank(), 0);
+                              rill::user_event go = rill::user_event::create();
+                              rill::event a = here.spawn(rill::after(go), add_to, &sum, 5);
+                              rill::event b = here.spawn(
+                                  rill::after(a),
+                                  [&sum](int x) {
+                                    EXPECT_EQ(sum.load(), 5);  // a has run
+                                    sum += x;
+                                  },
+                                  10);
+                              for (int i = 0; i < 10; ++i) rill::yield();
+                              EXPECT_EQ(sum.load(), 0);  // the precondition has not triggered
+                              EXPECT_FALSE(a.has_triggered());
+                              go.trigger();
+                              b.wait();
+                              EXPECT_TRUE(a.has_triggered());
+                              EXPECT_EQ(sum.load(), 15);
+                              // Without a precondition; a task's argument may itself be an event.
+                              rill::event c = here.spawn([](rill::event e) { e.wait(); }, b);
+                              c.wait();
+                              return 0;
+                            }),
+            0);
+}
+
+TEST(Spawn, ManyTasksJoinedByAMerge) {
+  constexpr int n = 10000;
+  std::atomic<int> ran{0};
+  EXPECT_EQ(run_on_one_rank(2,
+                            [&] {
+                              std::vector<rill::event> done;
+                              for (int i = 0; i < n; ++i) done.push_back(rill::proc::here().spawn([&ran] { ran++; }));
+                              rill::merge(done).wait();
+                              return ran.load() == n ? 0 : 1;
+                            }),
+            0);
+}
+
+TEST(Spawn, ThrowingTaskPoisonsItsEventAndDependentsDoNotRun) {
+  std::atomic<int> dependents_ran{0};
+  EXPECT_EQ(run_on_one_rank(2,
+                            [&] {
+                              rill::proc p = rill::proc::here();
+                              rill::event bad = p.spawn([] { throw std::out_of_range("index 7 of 3"); });
+                              rill::event next = p.spawn(rill::after(bad), [&] { dependents_ran++; });
+                              rill::event after_next = p.spawn(rill::after(next), [&] { dependents_ran++; });
+                              for (rill::event e : {bad, next, after_next}) {
+                                try {
+                                  e.wait();
+                                  ADD_FAILURE() << "a task after a failure completed normally";
+                                } catch (const rill::poisoned_error& err) {
+                                  EXPECT_EQ(err.operation(), "task");
+                                  EXPECT_EQ(err.rank(), 0);
+                                  const std::string what = err.what();
+                                  EXPECT_NE(what.find("index 7 of 3"), std::string::npos) << what;
+                                  EXPECT_NE(what.find("std::out_of_range"), std::string::npos) << what;
+                                  EXPECT_NE(what.find("rank 0"), std::string::npos) << what;
+                                }
+                              }
+                              EXPECT_EQ(dependents_ran.load(), 0);
                               return 0;
                             }),
             0);
