@@ -243,7 +243,9 @@ TEST(Generations, ManyWorkersCreateAndTriggerConcurrently) {
                               done.wait();
                               const auto s = rill::event_stats();
                               EXPECT_EQ(s.untriggered, 0u);
-                              EXPECT_LE(s.slots, s.peak_untriggered);
+                              // A slot is between "triggered" and "free" for a moment, so each
+                              // worker may add one slot beyond the peak of untriggered events.
+                              EXPECT_LE(s.slots, s.peak_untriggered + 2);
                               return 0;
                             }),
             0);

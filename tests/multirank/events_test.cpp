@@ -1,0 +1,344 @@
+// Events between ranks: remote waiters and pollers, triggers from non-owners, chains and merges of
+// events owned by every rank, subscriptions racing triggers and generation reuse, poisoning across
+// ranks, and remote spawns with remote preconditions. Rank 0's top-level task drives each test;
+// a task that finds something wrong throws, which poisons its completion event, so the failure
+// reaches rank 0's wait() with the rank and reason (also under mpirun, where ranks share nothing).
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace rill_test {
+namespace {
+
+class events : public ::testing::TestWithParam<setup> {};
+
+// Runs fn as rank 0's top-level task; a poisoned wait becomes a test failure naming its cause.
+template <class F>
+int run_checked(const setup& s, F fn, std::vector<std::string> extra = {}) {
+  args a(s, std::move(extra));
+  rill::runtime rt(a.argc, a.argv());
+  return rt.run([&]() -> int {
+    try {
+      fn();
+      return 0;
+    } catch (const rill::poisoned_error& e) {
+      ADD_FAILURE() << e.what();
+      return 1;
+    }
+  });
+}
+
+void expect(bool ok, const char* what) {
+  if (!ok) throw std::logic_error(std::string(what) + " on rank " + std::to_string(rill::rank_me()));
+}
+
+// Creates `per_rank` user events on every rank (each owned by its creator) and returns them to
+// rank 0: event i is owned by rank i % ranks.
+std::vector<rill::user_event> events_owned_by_every_rank(int per_rank) {
+  const int n = rill::rank_n();
+  std::vector<rill::user_event> out(static_cast<std::size_t>(n * per_rank));
+  rill::latch got(n * per_rank);
+  for (int i = 0; i < n * per_rank; ++i) {
+    rill::am::send(
+        i % n,
+        [](rill::user_event* slot, rill::latch* done) {
+          rill::am::send(
+              rill::am::sender(),
+              [](rill::user_event* s, rill::latch* d, rill::user_event e) {
+                *s = e;
+                d->count_down();
+              },
+              slot, done, rill::user_event::create());
+        },
+        &out[static_cast<std::size_t>(i)], &got);
+  }
+  got.wait();
+  for (int i = 0; i < n * per_rank; ++i) EXPECT_EQ(out[static_cast<std::size_t>(i)].owner(), i % n);
+  return out;
+}
+
+TEST_P(events, remote_waiters_and_pollers_see_a_trigger_from_a_non_owner) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          rill::user_event e = rill::user_event::create();
+                          std::vector<rill::event> done;
+                          for (int r = 0; r < n; ++r) {
+                            // Several waiters per rank: only the first subscribes.
+                            for (int k = 0; k < 4; ++k)
+                              done.push_back(rill::proc(r).spawn([](rill::event ev) { ev.wait(); }, e));
+                            done.push_back(rill::proc(r).spawn(
+                                [](rill::event ev) {
+                                  while (!ev.has_triggered()) rill::yield();
+                                },
+                                e));
+                          }
+                          rill::yield();
+                          EXPECT_FALSE(e.has_triggered());
+                          rill::proc(n - 1).spawn([](rill::user_event ev) { ev.trigger(); }, e);
+                          rill::merge(done).wait();
+                          EXPECT_TRUE(e.has_triggered());
+                        }),
+            0);
+}
+
+TEST_P(events, chain_of_tasks_around_the_ranks) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          constexpr int hops = 300;
+                          rill::user_event start = rill::user_event::create();
+                          rill::event prev = start;
+                          for (int i = 0; i < hops; ++i) {
+                            prev = rill::proc(i % n).spawn(
+                                rill::after(prev),
+                                [](rill::event before, int rank) {
+                                  expect(rill::rank_me() == rank, "task on the wrong rank");
+                                  expect(before.has_triggered(), "task ran before its precondition");
+                                },
+                                prev, i % n);
+                          }
+                          EXPECT_FALSE(prev.has_triggered());
+                          start.trigger();
+                          prev.wait();
+                        }),
+            0);
+}
+
+TEST_P(events, deferred_triggers_chain_events_owned_by_every_rank) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          auto chain = events_owned_by_every_rank(20);
+                          // chain[i] triggers after chain[i-1], the trigger issued from yet another rank.
+                          for (std::size_t i = 1; i < chain.size(); ++i) {
+                            rill::proc(static_cast<int>(i * 7 % static_cast<std::size_t>(n)))
+                                .spawn([](rill::user_event e, rill::event before) { e.trigger(before); }, chain[i],
+                                       static_cast<rill::event>(chain[i - 1]));
+                          }
+                          // Wait for the last from every rank, then start the chain from a non-owner.
+                          std::vector<rill::event> seen;
+                          for (int r = 0; r < n; ++r)
+                            seen.push_back(rill::proc(r).spawn([](rill::event last) { last.wait(); },
+                                                               static_cast<rill::event>(chain.back())));
+                          EXPECT_FALSE(chain.back().has_triggered());
+                          rill::proc(n - 1).spawn([](rill::user_event e) { e.trigger(); }, chain.front());
+                          rill::merge(seen).wait();
+                          // Rank 0 learns of each one from its owner (has_triggered() may still be
+                          // false for a slot it never subscribed to), and none is poisoned.
+                          for (auto& e : chain) e.wait();
+                        }),
+            0);
+}
+
+TEST_P(events, merge_of_remote_events_waits_for_the_last_input) {
+  EXPECT_EQ(
+      run_checked(
+          GetParam(),
+          [] {
+            const int n = rill::rank_n();
+            auto inputs = events_owned_by_every_rank(8);
+            std::vector<rill::event> as_events(inputs.begin(), inputs.end());
+            rill::event here = rill::merge(as_events);
+            // The same merge, made and waited for on every rank.
+            std::vector<rill::event> elsewhere;
+            for (int r = 0; r < n; ++r)
+              elsewhere.push_back(
+                  rill::proc(r).spawn([](std::vector<rill::event> in) { rill::merge(in).wait(); }, as_events));
+            // Trigger all inputs but the last, each from a rank that does not own it.
+            std::vector<rill::event> triggered;
+            for (std::size_t i = 0; i + 1 < inputs.size(); ++i) {
+              const int by =
+                  static_cast<int>((static_cast<std::size_t>(inputs[i].owner()) + 1) % static_cast<std::size_t>(n));
+              triggered.push_back(rill::proc(by).spawn([](rill::user_event e) { e.trigger(); }, inputs[i]));
+            }
+            rill::merge(triggered).wait();
+            EXPECT_FALSE(here.has_triggered());  // the last input is still untriggered
+            rill::proc((inputs.back().owner() + 1) % n).spawn([](rill::user_event e) { e.trigger(); }, inputs.back());
+            here.wait();
+            rill::merge(elsewhere).wait();
+          }),
+      0);
+}
+
+TEST_P(events, subscriptions_race_triggers_and_generations_are_reused) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          constexpr int rounds = 400;
+                          // A triggered generation whose slot is already reused: a late subscriber
+                          // to the old generation is answered at once; the new one still waits.
+                          // (Made before anything else runs on this rank, so the free list hands
+                          // the slot just freed straight back.)
+                          std::vector<std::pair<rill::user_event, rill::user_event>> reused;
+                          for (int i = 0; i < rounds / 4; ++i) {
+                            rill::user_event old_gen = rill::user_event::create();
+                            old_gen.trigger();
+                            rill::user_event new_gen = rill::user_event::create();
+                            EXPECT_EQ(new_gen.slot(), old_gen.slot());
+                            EXPECT_GT(new_gen.generation(), old_gen.generation());
+                            reused.emplace_back(old_gen, new_gen);
+                          }
+                          std::vector<rill::event> late;
+                          for (std::size_t i = 0; i < reused.size(); ++i) {
+                            late.push_back(rill::proc(static_cast<int>((i + 1) % static_cast<std::size_t>(n)))
+                                               .spawn(
+                                                   [](rill::event o, rill::event nw) {
+                                                     o.wait();
+                                                     expect(o.has_triggered(), "old generation not triggered");
+                                                     expect(!nw.poisoned(), "new generation poisoned");
+                                                     nw.wait();
+                                                   },
+                                                   static_cast<rill::event>(reused[i].first),
+                                                   static_cast<rill::event>(reused[i].second)));
+                          }
+                          for (auto& [o, nw] : reused) nw.trigger();
+                          rill::merge(late).wait();
+
+                          std::vector<rill::user_event> evs;
+                          for (int i = 0; i < rounds; ++i) evs.push_back(rill::user_event::create());
+                          std::vector<rill::event> done;
+                          // One poller on each of two ranks (two fibers that only yield would take
+                          // turns without letting the worker poll the network, and a spinning
+                          // poller per rank would crowd out the ranks that trigger).
+                          for (int r : std::set<int>{n - 1, n / 2}) {
+                            done.push_back(rill::proc(r).spawn(
+                                [](const std::vector<rill::event>& all) {
+                                  for (const auto& ev : all)
+                                    while (!ev.has_triggered()) rill::yield();
+                                },
+                                std::vector<rill::event>(evs.begin(), evs.end())));
+                          }
+                          for (int i = 0; i < rounds; ++i) {
+                            rill::user_event e = evs[static_cast<std::size_t>(i)];
+                            // A waiter and a triggerer on other ranks, in no particular order: the
+                            // subscription may reach the owner before or after the trigger.
+                            done.push_back(rill::proc((i + 1) % n).spawn([](rill::event ev) { ev.wait(); }, e));
+                            rill::proc((i + 2) % n).spawn([](rill::user_event ev) { ev.trigger(); }, e);
+                          }
+                          rill::merge(done).wait();
+                        }),
+            0);
+}
+
+TEST_P(events, generation_reuse_under_load_keeps_every_table_small) {
+  constexpr int window = 8;
+  constexpr int per_rank = 20000;
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  const int code = rt.run_spmd([]() -> int {
+    const int n = rill::rank_n();
+    const int next = (rill::rank_me() + 1) % n;
+    std::vector<rill::event> ring(window);
+    for (int i = 0; i < per_rank; ++i) {
+      auto& slot = ring[static_cast<std::size_t>(i % window)];
+      slot.wait();
+      rill::user_event e = rill::user_event::create();
+      // The next rank waits for e; this rank triggers it.
+      slot = rill::proc(next).spawn(
+          rill::after(e), [](rill::event ev) { expect(ev.has_triggered(), "ran before its precondition"); }, e);
+      e.trigger();
+    }
+    try {
+      rill::merge(ring).wait();
+    } catch (const rill::poisoned_error& err) {
+      ADD_FAILURE() << err.what();
+      return 1;
+    }
+    const auto s = rill::event_stats();
+    // At most `window` completion events and `window` user events are untriggered at once.
+    EXPECT_GE(s.created, static_cast<std::uint64_t>(2 * per_rank));
+    EXPECT_LE(s.slots, static_cast<std::uint64_t>(2 * window + 2)) << "rank " << rill::rank_me();
+    EXPECT_LE(s.remote_slots, static_cast<std::uint64_t>(2 * (2 * window + 2))) << "rank " << rill::rank_me();
+    return s.slots <= 2 * window + 2 ? 0 : 2;
+  });
+  EXPECT_EQ(code, 0);
+}
+
+TEST_P(events, poison_crosses_ranks_with_its_original_cause) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          auto owned = events_owned_by_every_rank(1);
+                          rill::user_event p = owned[static_cast<std::size_t>(1 % n)];
+                          // Dependents on other ranks must not run: if one did, it would poison its
+                          // event with another reason.
+                          rill::event t1 = rill::proc(2 % n).spawn(rill::after(p),
+                                                                   [] { throw std::runtime_error("dependent ran"); });
+                          rill::event t2 = rill::proc(3 % n).spawn(rill::after(t1),
+                                                                   [] { throw std::runtime_error("dependent ran"); });
+                          rill::user_event never = rill::user_event::create();
+                          rill::event m = rill::merge(t2, never);  // poisoned without waiting for `never`
+                          // A waiter on another rank that expects the poison.
+                          rill::event checker = rill::proc(3 % n).spawn(
+                              [](rill::event ev) {
+                                try {
+                                  ev.wait();
+                                } catch (const rill::poisoned_error& e) {
+                                  expect(e.reason() == "disk on fire", "wrong poison reason");
+                                  return;
+                                }
+                                expect(false, "wait on a poisoned event returned");
+                              },
+                              t2);
+                          const int poisoner = 2 % n;
+                          rill::proc(poisoner).spawn([](rill::user_event e) { e.poison("disk on fire"); }, p);
+                          for (rill::event e : {static_cast<rill::event>(p), t1, t2, m}) {
+                            try {
+                              e.wait();
+                              ADD_FAILURE() << "wait on a poisoned event returned";
+                            } catch (const rill::poisoned_error& err) {
+                              EXPECT_EQ(err.reason(), "disk on fire");
+                              EXPECT_EQ(err.rank(), poisoner);
+                              EXPECT_EQ(err.operation(), "user_event::poison");
+                            }
+                          }
+                          checker.wait();
+                          never.trigger();
+                          // A task that throws on another rank.
+                          rill::event boom = rill::proc(n - 1).spawn([] { throw std::runtime_error("remote boom"); });
+                          try {
+                            boom.wait();
+                            ADD_FAILURE() << "wait on a failed task returned";
+                          } catch (const rill::poisoned_error& err) {
+                            EXPECT_EQ(err.rank(), n - 1);
+                            EXPECT_EQ(err.operation(), "task");
+                            EXPECT_NE(std::string(err.what()).find("remote boom"), std::string::npos) << err.what();
+                          }
+                        }),
+            0);
+}
+
+TEST_P(events, remote_spawn_waits_for_a_remote_precondition_on_the_target) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          auto owned = events_owned_by_every_rank(4);
+                          std::vector<rill::event> done;
+                          for (std::size_t i = 0; i < owned.size(); ++i) {
+                            const int target = static_cast<int>((i + 2) % static_cast<std::size_t>(n));
+                            done.push_back(rill::proc(target).spawn(
+                                rill::after(owned[i]),
+                                [](rill::event pre, int where) {
+                                  expect(rill::rank_me() == where, "task on the wrong rank");
+                                  expect(pre.has_triggered(), "task ran before its remote precondition");
+                                },
+                                static_cast<rill::event>(owned[i]), target));
+                          }
+                          rill::yield();
+                          for (auto& d : done) EXPECT_FALSE(d.has_triggered());
+                          // Trigger from rank 0, which owns only some of them.
+                          for (auto& e : owned) e.trigger();
+                          rill::merge(done).wait();
+                        }),
+            0);
+}
+
+INSTANTIATE_TEST_SUITE_P(setups, events, ::testing::ValuesIn(setups()), name_of);
+
+}  // namespace
+}  // namespace rill_test
