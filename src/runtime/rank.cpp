@@ -57,7 +57,7 @@ bool rank_state::progress(worker& w) {
     w.mark_active();
     for (auto& in : batch) dispatch(in);
   }
-  agg_.flush_aged(aggregator::now_ns());
+  if (agg_.any_buffered()) agg_.flush_aged(aggregator::now_ns());
   return !batch.empty();
 }
 

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -62,6 +63,7 @@ class mpi_endpoint final : public endpoint {
     if (dest == rank_) {  // loop back without MPI
       std::lock_guard g(self_lock_);
       self_.push_back(incoming{rank_, std::move(b)});
+      has_self_.store(true, std::memory_order_release);
       b.clear();
       return true;
     }
@@ -84,13 +86,14 @@ class mpi_endpoint final : public endpoint {
 
   std::size_t poll(std::vector<incoming>& out, std::size_t max) override {
     std::size_t n = 0;
-    {
+    if (has_self_.load(std::memory_order_acquire)) {
       std::lock_guard g(self_lock_);
       while (n < max && !self_.empty()) {
         out.push_back(std::move(self_.front()));
         self_.pop_front();
         ++n;
       }
+      has_self_.store(!self_.empty(), std::memory_order_release);
     }
     std::unique_lock g(lock_, std::try_to_lock);
     if (!g.owns_lock()) return n;  // another worker is polling
@@ -232,6 +235,7 @@ class mpi_endpoint final : public endpoint {
   bool found_large_ = false;  // under lock_
   std::mutex self_lock_;
   std::deque<incoming> self_;
+  std::atomic<bool> has_self_{false};  // self_ may be non-empty (saves the lock on every poll)
 };
 
 class mpi_transport final : public transport {
