@@ -95,6 +95,10 @@ struct event_counts {
   std::uint64_t peak_untriggered = 0;  // the most untriggered at once
   std::uint64_t retired_slots = 0;     // slots no longer reused (they remember many poisoned generations)
   std::uint64_t remote_slots = 0;      // slots of other ranks this rank has observed
+  // Protocol messages this rank sent (see docs/events.md).
+  std::uint64_t subscriptions_sent = 0;  // to owners: "tell me when this generation triggers"
+  std::uint64_t notifications_sent = 0;  // to subscribers: "triggered through this generation"
+  std::uint64_t triggers_sent = 0;       // to owners: triggers of their events issued here
 };
 event_counts event_stats();
 

@@ -42,17 +42,23 @@ void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::v
   }
 }
 
-void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison_ptr& cause) {
+// `notify_me`: the triggering rank still has waiters for earlier generations that rely on the
+// owner's word, so the owner must notify it too (otherwise it leaves it out, as Realm does).
+void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison_ptr& cause, bool notify_me) {
   if (!cause) {
     am::send(
-        owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_remote_trigger(s, g, nullptr); }, slot, gen);
+        owner,
+        [](std::uint32_t s, std::uint64_t g, bool again) {
+          table_here().on_remote_trigger(am::sender(), s, g, nullptr, again);
+        },
+        slot, gen, notify_me);
   } else {
     am::send(
         owner,
-        [](std::uint32_t s, std::uint64_t g, const poison_wire& p) {
-          table_here().on_remote_trigger(s, g, from_wire(p));
+        [](std::uint32_t s, std::uint64_t g, bool again, const poison_wire& p) {
+          table_here().on_remote_trigger(am::sender(), s, g, from_wire(p), again);
         },
-        slot, gen, poison_wire{gen, cause->rank, cause->reason, cause->operation});
+        slot, gen, notify_me, poison_wire{gen, cause->rank, cause->reason, cause->operation});
   }
 }
 
@@ -177,12 +183,12 @@ void event_table::trigger(event e, poison_ptr cause) {
   if (e.is_none()) throw misuse_error("rill: triggering event::none(), which has always triggered");
   check_owner(e, "rill::user_event::trigger");
   if (e.owner() == me_)
-    trigger_owned(e.slot(), e.generation(), std::move(cause));
+    trigger_owned(e.slot(), e.generation(), std::move(cause), -1, false);
   else
     trigger_remote(e, std::move(cause));
 }
 
-void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause) {
+void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from) {
   owned_slot* s = find_slot(index);
   if (!s)
     throw misuse_error(fmt::format("rill: trigger of an event in slot {} that rank {} never created", index, me_));
@@ -199,6 +205,11 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
     if (cause) s->poisoned.push_back({gen, cause});
     waiters = std::exchange(s->waiters, nullptr);
     subscribers.swap(s->subscribers);
+    if (from >= 0) {
+      // The triggering rank woke its own waiters; it hears back only if it asked to.
+      std::erase(subscribers, from);
+      if (notify_from) subscribers.push_back(from);
+    }
     if (!subscribers.empty() && !s->poisoned.empty()) wire = to_wire(s->poisoned);
     reuse = s->poisoned.size() < max_poisoned_generations;
     s->retired = !reuse;
@@ -212,12 +223,14 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   }
   for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
   for (int r : subscribers) send_notify(r, index, gen, wire);
+  notifications_sent_.fetch_add(subscribers.size(), std::memory_order_relaxed);
   fire_waiters(waiters);
 }
 
 void event_table::trigger_remote(event e, poison_ptr cause) {
   const std::uint64_t key = remote_key(e.owner(), e.slot());
   event_waiter* ready = nullptr;
+  bool notify_me;
   {
     shard& sh = shard_of(key);
     std::lock_guard g(sh.m);
@@ -240,8 +253,15 @@ void event_table::trigger_remote(event e, poison_ptr cause) {
         link = &w->next;
       }
     }
+    // Waiters left here wait for earlier generations, which have triggered (a later one exists)
+    // but whose causes only the owner knows: ask it to answer this rank as well. Without such
+    // waiters the owner leaves this rank out, so a later waiter for an earlier generation must
+    // subscribe again rather than count on an answer that will not come.
+    notify_me = rec.waiters != nullptr;
+    if (!notify_me) rec.subscribed = rec.known;
   }
-  send_trigger(e.owner(), e.slot(), e.generation(), cause);
+  triggers_sent_.fetch_add(1, std::memory_order_relaxed);
+  send_trigger(e.owner(), e.slot(), e.generation(), cause, notify_me);
   fire_waiters(ready);
 }
 
@@ -274,7 +294,10 @@ event_status event_table::query(event e) {
   return {};
 }
 
-void event_table::subscribe(int owner, std::uint32_t slot, std::uint64_t gen) { send_subscribe(owner, slot, gen); }
+void event_table::subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
+  subscriptions_sent_.fetch_add(1, std::memory_order_relaxed);
+  send_subscribe(owner, slot, gen);
+}
 
 void event_table::on_trigger(event e, event_waiter* w) {
   w->next = nullptr;
@@ -344,11 +367,13 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
     through = s->triggered ? s->gen : s->gen - 1;
     wire = to_wire(s->poisoned);
   }
+  notifications_sent_.fetch_add(1, std::memory_order_relaxed);
   send_notify(from, slot, through, wire);
 }
 
-void event_table::on_remote_trigger(std::uint32_t slot, std::uint64_t gen, poison_ptr cause) {
-  trigger_owned(slot, gen, std::move(cause));
+void event_table::on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause,
+                                    bool notify_from) {
+  trigger_owned(slot, gen, std::move(cause), from, notify_from);
 }
 
 void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through,
@@ -386,6 +411,9 @@ event_counts event_table::counts() {
   c.untriggered = untriggered_.load(std::memory_order_relaxed);
   c.peak_untriggered = peak_untriggered_.load(std::memory_order_relaxed);
   c.retired_slots = retired_.load(std::memory_order_relaxed);
+  c.subscriptions_sent = subscriptions_sent_.load(std::memory_order_relaxed);
+  c.notifications_sent = notifications_sent_.load(std::memory_order_relaxed);
+  c.triggers_sent = triggers_sent_.load(std::memory_order_relaxed);
   for (auto& sh : shards_) {
     std::lock_guard g(sh.m);
     c.remote_slots += sh.slots.size();

@@ -64,7 +64,7 @@ class event_table {
 
   // Message handlers (run on this rank).
   void on_subscribe(int from, std::uint32_t slot, std::uint64_t gen);
-  void on_remote_trigger(std::uint32_t slot, std::uint64_t gen, poison_ptr cause);
+  void on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause, bool notify_from);
   void on_notify(int owner, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned);
 
  private:
@@ -98,7 +98,9 @@ class event_table {
   owned_slot& slot_at(std::uint32_t index);
   owned_slot* find_slot(std::uint32_t index);
   void check_owner(event e, const char* what) const;
-  void trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause);
+  // `from`: the rank whose trigger message this is (-1: this rank); it is notified only if
+  // `notify_from`.
+  void trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from);
   void trigger_remote(event e, poison_ptr cause);
   void subscribe(int owner, std::uint32_t slot, std::uint64_t gen);
   static poison_ptr find_poison(const std::vector<poisoned_gen>& list, std::uint64_t gen);
@@ -122,6 +124,9 @@ class event_table {
   std::atomic<std::uint64_t> untriggered_{0};
   std::atomic<std::uint64_t> peak_untriggered_{0};
   std::atomic<std::uint64_t> retired_{0};
+  std::atomic<std::uint64_t> subscriptions_sent_{0};
+  std::atomic<std::uint64_t> notifications_sent_{0};
+  std::atomic<std::uint64_t> triggers_sent_{0};
 };
 
 // Runs the waiters of a list (linked through next) without recursion: a waiter that triggers

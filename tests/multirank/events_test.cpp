@@ -3,6 +3,7 @@
 // ranks, and remote spawns with remote preconditions. Rank 0's top-level task drives each test;
 // a task that finds something wrong throws, which poisons its completion event, so the failure
 // reaches rank 0's wait() with the rank and reason (also under mpirun, where ranks share nothing).
+#include <cstdint>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -334,6 +335,131 @@ TEST_P(events, remote_spawn_waits_for_a_remote_precondition_on_the_target) {
                           // Trigger from rank 0, which owns only some of them.
                           for (auto& e : owned) e.trigger();
                           rill::merge(done).wait();
+                        }),
+            0);
+}
+
+TEST_P(events, a_rank_that_triggers_a_generation_still_learns_the_earlier_ones) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          constexpr int rounds = 200;
+                          std::vector<rill::event> done;
+                          for (int i = 0; i < rounds; ++i) {
+                            // Usually the same slot: `fresh` is the generation after `old`.
+                            rill::user_event old = rill::user_event::create();
+                            old.trigger();
+                            rill::user_event fresh = rill::user_event::create();
+                            if (i % 2 == 1) {
+                              // Nothing pending for `old` at the trigger: the owner leaves this rank
+                              // out of the notifications, so waiting for `old` must subscribe anew.
+                              done.push_back(rill::proc(1 % n).spawn(
+                                  [](rill::event o, rill::user_event f) {
+                                    (void)f.has_triggered();
+                                    f.trigger();
+                                    o.wait();
+                                  },
+                                  static_cast<rill::event>(old), fresh));
+                              continue;
+                            }
+                            done.push_back(rill::proc(1 % n).spawn(
+                                [](rill::event o, rill::user_event f) {
+                                  (void)f.has_triggered();  // subscribes to f's generation
+                                  // A waiter for the earlier generation: no new subscription, it
+                                  // counts on the owner's answer about f's generation.
+                                  rill::event ran = rill::proc::here().spawn(rill::after(o), [] {});
+                                  f.trigger();  // from a non-owner, with that waiter pending
+                                  ran.wait();
+                                  o.wait();  // and a waiter that comes after the trigger
+                                  f.wait();
+                                },
+                                static_cast<rill::event>(old), fresh));
+                          }
+                          rill::merge(done).wait();
+                        }),
+            0);
+}
+
+// Each rank's event counters, gathered on rank 0 with plain active messages (no events involved,
+// so gathering adds no protocol messages).
+std::vector<rill::event_counts> gather_event_counts() {
+  const int n = rill::rank_n();
+  std::vector<rill::event_counts> out(static_cast<std::size_t>(n));
+  rill::latch got(n);
+  for (int r = 0; r < n; ++r) {
+    rill::am::send(
+        r,
+        [](rill::event_counts* slot, rill::latch* done) {
+          rill::am::send(
+              rill::am::sender(),
+              [](rill::event_counts* s, rill::latch* d, rill::event_counts c) {
+                *s = c;
+                d->count_down();
+              },
+              slot, done, rill::event_stats());
+        },
+        &out[static_cast<std::size_t>(r)], &got);
+  }
+  got.wait();
+  return out;
+}
+
+TEST_P(events, one_subscription_per_rank_and_at_most_2n_minus_2_messages) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          constexpr int waiters_per_rank = 16;
+                          const int owner = 0;
+                          const int trigger_rank = n - 1;
+                          rill::user_event e = rill::user_event::create();
+                          std::vector<int> waiting;
+                          for (int r = 0; r < n; ++r)
+                            if (r != owner && r != trigger_rank) waiting.push_back(r);
+                          const auto before = gather_event_counts();
+                          // Many waiters on each waiting rank, all registered before the trigger.
+                          rill::latch registered(static_cast<std::ptrdiff_t>(waiting.size()));
+                          rill::latch fired(static_cast<std::ptrdiff_t>(waiting.size()) * waiters_per_rank);
+                          for (int r : waiting) {
+                            rill::am::send(
+                                r,
+                                [](rill::event ev, rill::latch* reg, rill::latch* fire) {
+                                  for (int k = 0; k < waiters_per_rank; ++k) {
+                                    rill::proc::here().spawn(
+                                        rill::after(ev),
+                                        [](rill::latch* f) {
+                                          rill::am::send(
+                                              0, [](rill::latch* l) { l->count_down(); }, f);
+                                        },
+                                        fire);
+                                  }
+                                  rill::am::send(
+                                      0, [](rill::latch* l) { l->count_down(); }, reg);
+                                },
+                                static_cast<rill::event>(e), &registered, &fired);
+                          }
+                          registered.wait();
+                          rill::am::send(
+                              trigger_rank, [](rill::user_event ev) { ev.trigger(); }, e);
+                          fired.wait();
+                          e.wait();  // the owner has the trigger (a local wait: no messages)
+                          const auto after = gather_event_counts();
+                          std::uint64_t total = 0;
+                          for (int r = 0; r < n; ++r) {
+                            const auto& b = before[static_cast<std::size_t>(r)];
+                            const auto& a = after[static_cast<std::size_t>(r)];
+                            const std::uint64_t subs = a.subscriptions_sent - b.subscriptions_sent;
+                            const std::uint64_t notes = a.notifications_sent - b.notifications_sent;
+                            const std::uint64_t trigs = a.triggers_sent - b.triggers_sent;
+                            const bool waits = r != owner && r != trigger_rank;
+                            EXPECT_EQ(subs, waits ? 1u : 0u) << "subscriptions from rank " << r;
+                            EXPECT_EQ(notes, r == owner ? waiting.size() : 0u) << "notifications from rank " << r;
+                            EXPECT_EQ(trigs, (r == trigger_rank && r != owner) ? 1u : 0u) << "triggers from rank " << r;
+                            total += subs + notes + trigs;
+                          }
+                          // Realm's bound for N interested ranks (the waiting ones, the owner and the
+                          // rank that triggers).
+                          const std::uint64_t interested = waiting.size() + (trigger_rank != owner ? 2u : 1u);
+                          EXPECT_LE(total, 2 * interested - 2);
                         }),
             0);
 }
