@@ -380,6 +380,25 @@ TEST_P(events, a_rank_that_triggers_a_generation_still_learns_the_earlier_ones) 
             0);
 }
 
+TEST_P(events, spawn_misuse_is_reported_before_anything_is_created) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          const auto before = rill::event_stats().created;
+                          EXPECT_THROW(rill::proc(n).spawn([] {}), rill::misuse_error);
+                          EXPECT_THROW(rill::proc(-1).spawn([] {}), rill::misuse_error);
+                          std::string text = "not trivially copyable";
+                          auto captures_a_string = [text] { (void)text.size(); };
+                          if (n > 1) {
+                            EXPECT_THROW(rill::proc(1).spawn(captures_a_string), rill::misuse_error);
+                          }
+                          EXPECT_EQ(rill::event_stats().created, before);
+                          // On the calling rank any callable works.
+                          rill::proc::here().spawn(captures_a_string).wait();
+                        }),
+            0);
+}
+
 // Each rank's event counters, gathered on rank 0 with plain active messages (no events involved,
 // so gathering adds no protocol messages).
 std::vector<rill::event_counts> gather_event_counts() {
