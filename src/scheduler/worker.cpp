@@ -306,7 +306,10 @@ void worker::park(waiter& w) {
 }
 
 void worker::yield() {
-  if (fiber_rec* next = take_ready()) {  // another fiber is ready: switch to it directly
+  // Fibers that poll something with yield() could otherwise hand the worker back and forth
+  // forever without the network being polled: every poll_every-th yield goes through the loop.
+  fiber_rec* next = ++ticks_ % poll_every != 0 ? take_ready() : nullptr;
+  if (next) {  // another fiber is ready: switch to it directly
     fiber_rec* self = current_;
     push_local(self);
     current_ = next;

@@ -328,6 +328,32 @@ TEST(RuntimeLocal, YieldLetsQueuedTasksRun) {
   EXPECT_EQ(code, 0);
 }
 
+// Two fibers that poll a flag with rill::yield() must not hand the worker back and forth forever:
+// the reply that sets the flag only arrives if the worker polls the network now and then.
+std::atomic<bool> reply_seen{false};
+
+TEST(RuntimeLocal, FibersPollingWithYieldStillLetTheNetworkProgress) {
+  reply_seen.store(false);
+  auto rt = make_runtime({"--rill:ranks=2", "--rill:workers=1"});
+  const int code = rt->run([] {
+    rill::latch pollers_done(2);
+    for (int i = 0; i < 2; ++i) {
+      rill::spawn([&pollers_done] {
+        long yields = 0;
+        while (!reply_seen.load()) {
+          rill::yield();
+          if (++yields > 10'000'000) break;  // livelocked: the check below fails
+        }
+        pollers_done.count_down();
+      });
+    }
+    rill::am::send(1, [] { rill::am::send(0, [] { reply_seen.store(true); }); });
+    pollers_done.wait();
+    return reply_seen.load() ? 0 : 1;
+  });
+  EXPECT_EQ(code, 0);
+}
+
 // The top-level task and a second fiber alternate strictly, each handing over with rill::yield().
 // To be on separate fibers (rather than one nested in the other), the second task is spawned by a
 // message handler, which runs from the worker's scheduling loop after the top-level task parked.
