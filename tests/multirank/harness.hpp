@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rill/rill.hpp"
+#include "test_argv.hpp"
 
 namespace rill_test {
 
@@ -37,27 +38,24 @@ inline std::string name_of(const ::testing::TestParamInfo<setup>& info) {
          std::to_string(info.param.chaos);
 }
 
-// Owns argv storage for a runtime built from flags.
-struct args {
-  explicit args(const setup& s, std::vector<std::string> extra = {}) {
-    words.push_back("multirank_test");
-    if (under_mpi()) {
-      words.push_back("--rill:transport=mpi");
-    } else {
-      words.push_back("--rill:transport=local");
-      words.push_back("--rill:ranks=" + std::to_string(s.ranks));
-      words.push_back("--rill:chaos=" + std::to_string(s.chaos));
-    }
-    words.push_back("--rill:workers=" + std::to_string(s.workers));
-    for (auto& e : extra) words.push_back(std::move(e));
-    for (auto& w : words) ptrs.push_back(w.data());
-    ptrs.push_back(nullptr);
-    argc = static_cast<int>(words.size());
+// The command line of a runtime for `s`, with `extra` flags after the setup's own.
+inline std::vector<std::string> flags_for(const setup& s, std::vector<std::string> extra) {
+  std::vector<std::string> words{"multirank_test"};
+  if (under_mpi()) {
+    words.push_back("--rill:transport=mpi");
+  } else {
+    words.push_back("--rill:transport=local");
+    words.push_back("--rill:ranks=" + std::to_string(s.ranks));
+    words.push_back("--rill:chaos=" + std::to_string(s.chaos));
   }
-  std::vector<std::string> words;
-  std::vector<char*> ptrs;
-  int argc;
-  char** argv() { return ptrs.data(); }
+  words.push_back("--rill:workers=" + std::to_string(s.workers));
+  for (auto& e : extra) words.push_back(std::move(e));
+  return words;
+}
+
+// Owns argv storage for a runtime built from flags.
+struct args : test_argv {
+  explicit args(const setup& s, std::vector<std::string> extra = {}) : test_argv(flags_for(s, std::move(extra))) {}
 };
 
 // Counters indexed by rank, visible to every rank of this process (all of them under local,

@@ -13,6 +13,7 @@
 
 #include "rill/rill.hpp"
 #include "scheduler/fiber.hpp"  // RILL_TSAN
+#include "test_argv.hpp"
 
 namespace {
 
@@ -24,16 +25,9 @@ constexpr int many_waiters = 20000;
 constexpr int reuse_events = 1000000;
 #endif
 
-struct argv_holder {
-  explicit argv_holder(std::initializer_list<std::string> flags) : store{"events_test"} {
-    store.insert(store.end(), flags.begin(), flags.end());
-    for (auto& s : store) ptrs.push_back(s.data());
-    ptrs.push_back(nullptr);
-    argc = static_cast<int>(store.size());
-  }
-  std::vector<std::string> store;
-  std::vector<char*> ptrs;
-  int argc;
+struct argv_holder : rill_test::test_argv {
+  explicit argv_holder(std::initializer_list<std::string> flags)
+      : test_argv(rill_test::command_line("events_test", flags)) {}
 };
 
 // Runs fn as the top-level task of a one-rank runtime with `workers` workers.

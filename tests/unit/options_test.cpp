@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rill/error.hpp"
+#include "test_argv.hpp"
 
 namespace {
 
@@ -29,21 +30,8 @@ std::string env_of(const std::string& name) {
 }
 
 // An argv whose strings the parser may reorder; keeps a null terminator like a real one.
-struct args {
-  explicit args(std::initializer_list<std::string> a) : store(a) {
-    for (auto& s : store) ptrs.push_back(s.data());
-    ptrs.push_back(nullptr);
-    argc = static_cast<int>(store.size());
-  }
-  std::vector<std::string> store;
-  std::vector<char*> ptrs;
-  int argc;
-  char** argv() { return ptrs.data(); }
-  std::vector<std::string> left() const {
-    std::vector<std::string> v;
-    for (int i = 0; i < argc; ++i) v.emplace_back(ptrs[static_cast<std::size_t>(i)]);
-    return v;
-  }
+struct args : rill_test::test_argv {
+  args(std::initializer_list<std::string> words) : test_argv(std::vector<std::string>(words)) {}
 };
 
 parsed_options parse(args& a) { return parse_options(a.argc, a.argv()); }

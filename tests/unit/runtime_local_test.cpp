@@ -14,6 +14,7 @@
 
 #include "rill/rill.hpp"
 #include "scheduler/fiber.hpp"  // RILL_TSAN
+#include "test_argv.hpp"
 
 namespace {
 
@@ -25,17 +26,9 @@ constexpr int many_waiters = 2000;
 constexpr int many_waiters = 100000;
 #endif
 
-// An argv built from strings, kept alive for the runtime's constructor.
-struct argv_holder {
-  explicit argv_holder(std::initializer_list<std::string> flags) : store{"runtime_local_test"} {
-    store.insert(store.end(), flags.begin(), flags.end());
-    for (auto& s : store) ptrs.push_back(s.data());
-    ptrs.push_back(nullptr);
-    argc = static_cast<int>(store.size());
-  }
-  std::vector<std::string> store;
-  std::vector<char*> ptrs;
-  int argc;
+struct argv_holder : rill_test::test_argv {
+  explicit argv_holder(std::initializer_list<std::string> flags)
+      : test_argv(rill_test::command_line("runtime_local_test", flags)) {}
 };
 
 std::unique_ptr<rill::runtime> make_runtime(std::initializer_list<std::string> flags) {
