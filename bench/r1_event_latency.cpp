@@ -25,12 +25,6 @@
 
 namespace {
 
-bool launched_by_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
 // Creates event `index` of the chain on the calling rank and reports it to rank 0.
 void create_on_owner(rill::user_event* chain, rill::latch* created, std::size_t index) {
   rill::am::send(
@@ -105,7 +99,7 @@ double tbb_ns_per_hop(std::size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = launched_by_mpirun();
+  const bool mpi = bench::mpi_peer::launched_by_mpirun();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"R1: latency of a chain of dependent user events, Rill vs TBB flow graph / MPI one-way"};
   app.allow_extras();  // --rill:* flags are for the runtime

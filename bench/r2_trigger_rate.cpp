@@ -20,12 +20,6 @@
 
 namespace {
 
-bool launched_by_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
 struct shape {
   std::size_t width;   // events per level
   std::size_t levels;  // levels
@@ -92,7 +86,7 @@ double rill_triggers_per_second(const shape& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = launched_by_mpirun();
+  const bool mpi = bench::mpi_peer::launched_by_mpirun();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"R2: event trigger rate with fan-in/out"};
   app.allow_extras();
