@@ -6,5 +6,6 @@
 #include "rill/error.hpp"
 #include "rill/event.hpp"
 #include "rill/proc.hpp"
+#include "rill/reservation.hpp"
 #include "rill/runtime.hpp"
 #include "rill/task.hpp"

@@ -1,0 +1,465 @@
+#include "sync/reservation_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "common/log.hpp"
+#include "rill/am.hpp"
+#include "rill/error.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+reservation_table& table_here() { return current_rank("a reservation message").reservations(); }
+
+std::string name_of(reservation r) { return fmt::format("reservation (rank {}, id {})", r.creator(), r.id()); }
+
+poison_ptr destroyed_cause(reservation r, int rank) {
+  return std::make_shared<const poison_info>(
+      poison_info{name_of(r) + " was destroyed before this acquire reached it", rank, "reservation::acquire"});
+}
+
+// ---- messages ---------------------------------------------------------------------------------
+// Every handler runs on a worker of the receiving rank.
+
+// "Rank `requester` wants r": to the presumed owner, forwarded until it reaches the owner.
+void send_request(int to, reservation r, int requester) {
+  am::send(
+      to, [](reservation res, std::int32_t who) { table_here().on_request(res, who); }, r,
+      static_cast<std::int32_t>(requester));
+}
+
+// Ownership, the payload and the queue of remote waiters, to the next owner.
+void send_transfer(int to, reservation r, const std::vector<std::byte>& payload, const std::vector<std::int32_t>& queue,
+                   bool destroy_pending) {
+  if (payload.empty() && queue.empty()) {
+    am::send(
+        to, [](reservation res, bool d) { table_here().on_transfer(res, am::sender(), {}, {}, d); }, r,
+        destroy_pending);
+  } else {
+    am::send(
+        to,
+        [](reservation res, bool d, const std::vector<std::byte>& p, const std::vector<std::int32_t>& q) {
+          table_here().on_transfer(res, am::sender(), p, q, d);
+        },
+        r, destroy_pending, payload, queue);
+  }
+}
+
+// "Destroy r" (issued on rank `from`): to the presumed owner, forwarded like a request.
+void send_destroy(int to, reservation r, int from) {
+  am::send(
+      to, [](reservation res, std::int32_t who) { table_here().on_destroy(res, who); }, r,
+      static_cast<std::int32_t>(from));
+}
+
+// "r no longer exists": from the last owner to a rank whose request reached it too late.
+void send_destroyed(int to, reservation r) {
+  am::send(
+      to, [](reservation res) { table_here().on_destroyed(res); }, r);
+}
+
+}  // namespace
+
+// ---- records ------------------------------------------------------------------------------------
+
+reservation_table::record& reservation_table::find(reservation r, const char* what, bool from_api) {
+  if (r.is_null()) throw misuse_error(fmt::format("{}: the null reservation", what));
+  if (r.creator() < 0 || r.creator() >= ranks_ || r.payload_bytes() > reservation::max_payload_bytes ||
+      r.id() >= (std::uint64_t{1} << 44)) {
+    throw misuse_error(
+        fmt::format("{}: {} is not a reservation of this program (ranks 0..{})", what, name_of(r), ranks_ - 1));
+  }
+  const std::uint64_t key = key_of(r);
+  shard& sh = shards_[key % shard_count];
+  record* rec;
+  {
+    std::lock_guard g(sh.m);
+    auto it = sh.records.find(key);
+    if (it == sh.records.end()) {
+      if (r.creator() == me_) throw misuse_error(fmt::format("{}: rank {} never created {}", what, me_, name_of(r)));
+      auto fresh = std::make_unique<record>();
+      fresh->hint = r.creator();
+      fresh->bytes = r.payload_bytes();
+      it = sh.records.emplace(key, std::move(fresh)).first;
+    }
+    rec = it->second.get();
+  }
+  if (from_api) {
+    std::lock_guard g(rec->m);
+    if (rec->destroyed_here) throw misuse_error(fmt::format("{}: {} was destroyed on this rank", what, name_of(r)));
+  }
+  return *rec;
+}
+
+void reservation_table::allocate_payload(record& rec, std::uint32_t bytes) {
+  rec.bytes = bytes;
+  if (bytes == 0 || rec.payload) return;
+  rec.payload = std::make_unique<std::byte[]>(bytes);  // zero-filled
+}
+
+reservation reservation_table::create(std::size_t payload_bytes) {
+  if (payload_bytes > reservation::max_payload_bytes) {
+    throw misuse_error(fmt::format("rill::reservation::create: a payload of {} bytes; at most {}", payload_bytes,
+                                   reservation::max_payload_bytes));
+  }
+  const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  if (id >= (std::uint64_t{1} << 44)) throw std::length_error("rill: too many reservations created on one rank");
+  const reservation r(static_cast<std::uint32_t>(me_), static_cast<std::uint32_t>(payload_bytes), id);
+  auto rec = std::make_unique<record>();
+  rec->hint = me_;
+  rec->owner = true;
+  allocate_payload(*rec, static_cast<std::uint32_t>(payload_bytes));
+  const std::uint64_t key = key_of(r);
+  {
+    shard& sh = shards_[key % shard_count];
+    std::lock_guard g(sh.m);
+    sh.records.emplace(key, std::move(rec));
+  }
+  created_.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+void* reservation_table::payload(reservation r) {
+  record& rec = find(r, "rill::reservation::payload", true);
+  std::lock_guard g(rec.m);
+  if (rec.destroyed) throw misuse_error(fmt::format("rill::reservation::payload: {} was destroyed", name_of(r)));
+  if (rec.bytes == 0) throw misuse_error(fmt::format("rill::reservation::payload: {} has no payload", name_of(r)));
+  allocate_payload(rec, rec.bytes);
+  return rec.payload.get();
+}
+
+// ---- the operations -----------------------------------------------------------------------------
+
+event reservation_table::acquire(reservation r, event after) {
+  record& rec = find(r, "rill::reservation::acquire", true);
+  {
+    std::lock_guard g(rec.m);
+    if (rec.destroyed) throw misuse_error(fmt::format("rill::reservation::acquire: {} was destroyed", name_of(r)));
+    ++rec.outstanding;
+  }
+  const event grant = event_create();
+  if (after.is_none()) {
+    do_acquire(r, rec, grant);
+    return grant;
+  }
+  record* p = &rec;
+  when_triggered(after, [this, r, p, grant](const poison_ptr& cause) {
+    if (cause) {
+      // Poisoned precondition: no acquire; the release that follows pairs with this skip.
+      {
+        std::lock_guard g(p->m);
+        ++p->skipped;
+      }
+      event_poison(grant, cause);
+      return;
+    }
+    do_acquire(r, *p, grant);
+  });
+  return grant;
+}
+
+void reservation_table::do_acquire(reservation r, record& rec, event grant) {
+  outbox out;
+  {
+    std::lock_guard g(rec.m);
+    if (rec.destroyed) {
+      ++rec.skipped;
+      out.poisoned.push_back(grant);
+      out.poison = destroyed_cause(r, me_);
+    } else if (rec.owner) {
+      if (!rec.held) {
+        // Owner and free: no waiters can exist (hand_on would have served them).
+        rec.held = true;
+        rec.streak = 0;
+        out.grant = grant;
+      } else {
+        rec.local.push_back(grant);
+      }
+    } else {
+      rec.local.push_back(grant);
+      if (!rec.requested) {
+        rec.requested = true;
+        out.request_to = rec.hint;
+      }
+    }
+  }
+  send(r, out);
+}
+
+void reservation_table::release(reservation r, event after) {
+  record& rec = find(r, "rill::reservation::release", true);
+  {
+    std::lock_guard g(rec.m);
+    if (rec.outstanding <= 0) {
+      throw misuse_error(fmt::format(
+          "rill::reservation::release: rank {} has no acquire of {} left to release (release on the rank that "
+          "acquired, once per acquire)",
+          me_, name_of(r)));
+    }
+    --rec.outstanding;
+  }
+  if (after.is_none()) {
+    if (!do_release(r, rec, false)) {
+      {
+        std::lock_guard g(rec.m);
+        ++rec.outstanding;
+      }
+      throw misuse_error(
+          fmt::format("rill::reservation::release: rank {} does not hold {} (its acquire has not been granted yet: "
+                      "release after the grant event)",
+                      me_, name_of(r)));
+    }
+    return;
+  }
+  record* p = &rec;
+  when_triggered(after, [this, r, p](const poison_ptr& cause) {
+    if (!do_release(r, *p, cause != nullptr)) {
+      fatal(
+          "rill::reservation::release: a release of {} took effect on rank {}, which does not hold it: chain each "
+          "release after its acquire's grant event",
+          name_of(r), me_);
+    }
+  });
+}
+
+bool reservation_table::do_release(reservation r, record& rec, bool poisoned) {
+  outbox out;
+  {
+    std::lock_guard g(rec.m);
+    const bool holds = rec.owner && rec.held;
+    if ((poisoned || !holds) && rec.skipped > 0) {
+      // Pairs with an acquire that did not acquire (its precondition was poisoned).
+      --rec.skipped;
+      return true;
+    }
+    if (!holds) return false;
+    rec.held = false;
+    hand_on(r, rec, out);
+  }
+  send(r, out);
+  return true;
+}
+
+void reservation_table::destroy(reservation r, event after) {
+  record& rec = find(r, "rill::reservation::destroy", true);
+  {
+    std::lock_guard g(rec.m);
+    rec.destroyed_here = true;  // every later call on this rank is misuse
+  }
+  if (after.is_none()) {
+    do_destroy(r, rec, me_);
+    return;
+  }
+  record* p = &rec;
+  // Poisoned or not, the destroy goes ahead: nothing else would ever free the reservation.
+  when_triggered(after, [this, r, p](const poison_ptr&) { do_destroy(r, *p, me_); });
+}
+
+void reservation_table::do_destroy(reservation r, record& rec, int from) {
+  outbox out;
+  {
+    std::lock_guard g(rec.m);
+    if (rec.destroyed || (rec.owner && rec.destroy_pending) || (!rec.owner && rec.requested && rec.buffered_destroy)) {
+      fatal("rill::reservation::destroy: {} destroyed twice (again from rank {})", name_of(r), from);
+    }
+    if (rec.owner) {
+      rec.destroy_pending = true;
+      if (!rec.held) finish_destroy(rec);
+    } else if (rec.requested) {
+      rec.buffered_destroy = true;  // ownership is on its way here (invariant 3)
+    } else {
+      out.destroy_to = rec.hint;
+      out.destroy_from = from;
+    }
+  }
+  send(r, out);
+}
+
+// ---- the protocol -------------------------------------------------------------------------------
+
+void reservation_table::hand_on(reservation r, record& rec, outbox& out) {
+  if (!rec.local.empty() && (rec.remote.empty() || rec.streak < max_local_streak)) {
+    // Local waiters first: no transfer, and the payload is already here.
+    rec.held = true;
+    rec.streak = rec.remote.empty() ? 0 : rec.streak + 1;
+    out.grant = rec.local.front();
+    rec.local.pop_front();
+    return;
+  }
+  if (!rec.remote.empty()) {
+    out.transfer_to = rec.remote.front();
+    rec.remote.pop_front();
+    out.queue.assign(rec.remote.begin(), rec.remote.end());
+    rec.remote.clear();
+    if (!rec.local.empty()) {
+      // This rank still has waiters: it joins the end of the queue that travels with ownership.
+      out.queue.push_back(me_);
+      rec.requested = true;
+    }
+    if (rec.payload) {
+      const std::byte* bytes = rec.payload.get();
+      out.payload.assign(bytes, bytes + rec.bytes);
+    }
+    out.transfer_destroy = rec.destroy_pending;
+    rec.owner = false;
+    rec.held = false;
+    rec.destroy_pending = false;
+    rec.streak = 0;
+    rec.hint = out.transfer_to;
+    return;
+  }
+  rec.held = false;
+  rec.streak = 0;
+  if (rec.destroy_pending) finish_destroy(rec);
+  (void)r;
+}
+
+void reservation_table::finish_destroy(record& rec) {
+  // This rank stays the owner, as a tombstone: requests that reach it are told "destroyed".
+  rec.destroyed = true;
+  rec.destroy_pending = false;
+  rec.payload.reset();
+}
+
+void reservation_table::poison_destroyed(reservation r, record& rec, outbox& out) {
+  rec.destroyed = true;
+  rec.requested = false;
+  rec.skipped += rec.local.size();
+  out.poisoned.assign(rec.local.begin(), rec.local.end());
+  out.poison = destroyed_cause(r, me_);
+  rec.local.clear();
+  out.tell_destroyed = std::move(rec.buffered);
+  rec.buffered.clear();
+  rec.payload.reset();
+}
+
+void reservation_table::on_request(reservation r, int requester) {
+  if (requester < 0 || requester >= ranks_ || requester == me_) {
+    throw decode_error(fmt::format("a request for {} from rank {} names rank {}", name_of(r), am::sender(), requester));
+  }
+  record& rec = find(r, "a reservation request", false);
+  outbox out;
+  {
+    std::lock_guard g(rec.m);
+    if (rec.destroyed) {
+      out.tell_destroyed.push_back(requester);
+    } else if (rec.owner) {
+      if (rec.held) {
+        rec.remote.push_back(requester);
+      } else {
+        rec.remote.push_back(requester);
+        hand_on(r, rec, out);  // nothing local waits (owner and free), so ownership moves now
+      }
+    } else if (rec.requested) {
+      // Ownership is on its way to this rank (or will be: its own request is queued): keep the
+      // request for then rather than bounce it between stale hints.
+      rec.buffered.push_back(requester);
+    } else {
+      out.forward_request_to = rec.hint;
+      out.forward_from = requester;
+    }
+  }
+  if (out.forward_request_to >= 0) requests_forwarded_.fetch_add(1, std::memory_order_relaxed);
+  send(r, out);
+}
+
+void reservation_table::on_transfer(reservation r, int from, const std::vector<std::byte>& payload,
+                                    const std::vector<std::int32_t>& queue, bool destroy_pending) {
+  if (payload.size() != r.payload_bytes()) {
+    throw decode_error(fmt::format("a transfer of {} from rank {} carries {} payload bytes, not {}", name_of(r), from,
+                                   payload.size(), r.payload_bytes()));
+  }
+  for (std::int32_t q : queue) {
+    if (q < 0 || q >= ranks_ || q == me_)
+      throw decode_error(fmt::format("a transfer of {} from rank {} queues rank {}", name_of(r), from, q));
+  }
+  record& rec = find(r, "a reservation transfer", false);
+  transfers_received_.fetch_add(1, std::memory_order_relaxed);
+  outbox out;
+  {
+    std::lock_guard g(rec.m);
+    if (rec.owner || !rec.requested || rec.destroyed) {
+      fatal("rill: rank {} received ownership of {} from rank {} without awaiting it (protocol error)", me_, name_of(r),
+            from);
+    }
+    rec.owner = true;
+    rec.requested = false;
+    rec.hint = me_;
+    allocate_payload(rec, r.payload_bytes());
+    if (!payload.empty()) std::memcpy(rec.payload.get(), payload.data(), payload.size());
+    rec.remote.assign(queue.begin(), queue.end());
+    rec.remote.insert(rec.remote.end(), rec.buffered.begin(), rec.buffered.end());
+    rec.buffered.clear();
+    rec.destroy_pending = destroy_pending || rec.buffered_destroy;
+    if (destroy_pending && rec.buffered_destroy) {
+      fatal("rill::reservation::destroy: {} destroyed twice (a second destroy reached rank {})", name_of(r), me_);
+    }
+    rec.buffered_destroy = false;
+    rec.held = false;
+    rec.streak = 0;
+    hand_on(r, rec, out);
+  }
+  send(r, out);
+}
+
+void reservation_table::on_destroy(reservation r, int from) {
+  if (from < 0 || from >= ranks_) throw decode_error(fmt::format("a destroy of {} names rank {}", name_of(r), from));
+  record& rec = find(r, "a reservation destroy", false);
+  do_destroy(r, rec, from);
+}
+
+void reservation_table::on_destroyed(reservation r) {
+  record& rec = find(r, "a reservation's destruction", false);
+  outbox out;
+  {
+    std::lock_guard g(rec.m);
+    if (rec.buffered_destroy) {
+      fatal("rill::reservation::destroy: {} destroyed twice (a second destroy reached rank {})", name_of(r), me_);
+    }
+    poison_destroyed(r, rec, out);
+  }
+  send(r, out);
+}
+
+// Everything decided under a record's lock, done without it.
+void reservation_table::send(reservation r, outbox& out) {
+  if (out.request_to >= 0) {
+    requests_sent_.fetch_add(1, std::memory_order_relaxed);
+    send_request(out.request_to, r, me_);
+  }
+  if (out.forward_request_to >= 0) send_request(out.forward_request_to, r, out.forward_from);
+  if (out.transfer_to >= 0) {
+    transfers_sent_.fetch_add(1, std::memory_order_relaxed);
+    send_transfer(out.transfer_to, r, out.payload, out.queue, out.transfer_destroy);
+  }
+  if (out.destroy_to >= 0) send_destroy(out.destroy_to, r, out.destroy_from);
+  for (int to : out.tell_destroyed) send_destroyed(to, r);
+  for (const event& e : out.poisoned) event_poison(e, out.poison);
+  if (!out.grant.is_none()) {
+    grants_.fetch_add(1, std::memory_order_relaxed);
+    event_trigger(out.grant);
+  }
+}
+
+reservation_counts reservation_table::counts() {
+  reservation_counts c;
+  c.created = created_.load(std::memory_order_relaxed);
+  c.grants = grants_.load(std::memory_order_relaxed);
+  c.requests_sent = requests_sent_.load(std::memory_order_relaxed);
+  c.requests_forwarded = requests_forwarded_.load(std::memory_order_relaxed);
+  c.transfers_sent = transfers_sent_.load(std::memory_order_relaxed);
+  c.transfers_received = transfers_received_.load(std::memory_order_relaxed);
+  for (auto& sh : shards_) {
+    std::lock_guard g(sh.m);
+    c.known += sh.records.size();
+  }
+  return c;
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,123 @@
+// One rank's reservations: the record it keeps of every reservation it has seen, and the handlers
+// of the migration protocol (Realm §6.1). Read src/sync/README.md for the invariants.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rill/event.hpp"
+#include "rill/reservation.hpp"
+
+namespace rill::detail {
+
+class reservation_table {
+ public:
+  // Local grants in a row while another rank waits, before ownership moves on anyway: local
+  // waiters are preferred (fewer transfers, Realm's throughput argument) but never forever.
+  static constexpr std::uint32_t max_local_streak = 32;
+
+  reservation_table(int me, int ranks) : me_(me), ranks_(ranks) {}
+  reservation_table(const reservation_table&) = delete;
+  reservation_table& operator=(const reservation_table&) = delete;
+
+  // The public API, called on this rank.
+  reservation create(std::size_t payload_bytes);
+  event acquire(reservation r, event after);
+  void release(reservation r, event after);
+  void destroy(reservation r, event after);
+  void* payload(reservation r);
+  reservation_counts counts();
+
+  // Message handlers (run on this rank; `from` is the sender).
+  void on_request(reservation r, int requester);
+  void on_transfer(reservation r, int from, const std::vector<std::byte>& payload,
+                   const std::vector<std::int32_t>& queue, bool destroy_pending);
+  void on_destroy(reservation r, int from);
+  void on_destroyed(reservation r);
+
+ private:
+  // What this rank knows of one reservation. Every rank keeps one per reservation it has seen;
+  // fields marked "owner" mean something only while `owner` is set.
+  struct record {
+    std::mutex m;
+    int hint = 0;                   // the rank believed to own it: this rank when owner, else who it was given to
+    bool owner = false;             // this rank owns it
+    bool held = false;              // owner: granted to one of this rank's acquires, not yet released
+    bool requested = false;         // not owner: one request of this rank is on its way or queued at the owner
+    bool destroy_pending = false;   // owner: destroy once nobody holds or waits
+    bool destroyed = false;         // destroyed (this rank is the tombstone, or was told so)
+    bool destroyed_here = false;    // destroy() was called on this rank: later calls are misuse
+    bool buffered_destroy = false;  // a destroy reached this rank while it awaited ownership
+    std::uint32_t streak = 0;       // owner: local grants in a row while `remote` was not empty
+    std::int64_t outstanding = 0;   // acquire() calls on this rank minus release() calls
+    std::uint64_t skipped = 0;      // acquires of this rank that did not acquire (poisoned), unpaired
+    std::uint32_t bytes = 0;
+    std::unique_ptr<std::byte[]> payload;  // this rank's copy (operator new's alignment)
+    std::deque<event> local;               // grant events of this rank's acquires, in order
+    std::deque<int> remote;                // owner: ranks with a request, in arrival order
+    std::vector<int> buffered;             // requests that reached this rank while it awaited ownership
+  };
+
+  // What a step decided under the record's lock, done after it is released (a send can suspend
+  // the fiber, a trigger runs waiters that may come back here).
+  struct outbox {
+    event grant;  // to trigger (none: nothing)
+    std::vector<event> poisoned;
+    poison_ptr poison;
+    int transfer_to = -1;
+    std::vector<std::byte> payload;
+    std::vector<std::int32_t> queue;
+    bool transfer_destroy = false;
+    int request_to = -1;
+    int forward_request_to = -1;  // with forward_from
+    int forward_from = -1;
+    int destroy_to = -1;
+    int destroy_from = -1;
+    std::vector<int> tell_destroyed;
+  };
+
+  static std::uint64_t key_of(reservation r) { return (static_cast<std::uint64_t>(r.creator()) << 44) | r.id(); }
+  // The record of r, created on first sight (hint: the creator). Throws misuse_error naming
+  // `what` for the null reservation, an unknown creator, or one destroyed from this rank.
+  record& find(reservation r, const char* what, bool from_api);
+  void allocate_payload(record& rec, std::uint32_t bytes);
+
+  void do_acquire(reservation r, record& rec, event grant);
+  // Returns false when this rank does not hold r (and has no skipped acquire to pair with).
+  bool do_release(reservation r, record& rec, bool poisoned);
+  void do_destroy(reservation r, record& rec, int from);
+  // The owner's reservation is free: hand it to the next local waiter, else the first remote
+  // one (with the payload and the other remote waiters), else keep it idle or finish a destroy.
+  void hand_on(reservation r, record& rec, outbox& out);
+  void finish_destroy(record& rec);
+  void send(reservation r, outbox& out);
+  void poison_destroyed(reservation r, record& rec, outbox& out);
+
+  const int me_;
+  const int ranks_;
+
+  static constexpr int shard_count = 16;
+  struct shard {
+    std::mutex m;
+    std::unordered_map<std::uint64_t, std::unique_ptr<record>> records;
+  };
+  std::array<shard, shard_count> shards_;
+
+  std::atomic<std::uint64_t> next_id_{1};
+  std::atomic<std::uint64_t> created_{0};
+  std::atomic<std::uint64_t> grants_{0};
+  std::atomic<std::uint64_t> requests_sent_{0};
+  std::atomic<std::uint64_t> requests_forwarded_{0};
+  std::atomic<std::uint64_t> transfers_sent_{0};
+  std::atomic<std::uint64_t> transfers_received_{0};
+};
+
+}  // namespace rill::detail
