@@ -22,6 +22,8 @@ struct config {
   std::uint64_t chaos = 0;              // local transport: seed of delay/reorder, 0 = off
   std::string log = "warn";             // spdlog level
   std::uint64_t idle_poll_us = 5000;    // how long an idle worker keeps polling before it sleeps
+  std::string event_graph;              // record the event graph, write it as DOT here ("" = off)
+  double hang_report_s = 30;            // quiet seconds before a rank reports what it waits on (0 = off)
 };
 
 }  // namespace rill

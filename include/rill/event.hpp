@@ -112,6 +112,9 @@ struct poison_info {
 };
 using poison_ptr = std::shared_ptr<const poison_info>;
 
+// What waits for an event, as the hang report and the event graph name it (rill/debug.hpp).
+enum class waiter_kind : std::uint8_t { other, fiber, task, deferred_trigger, merge };
+
 // Something waiting for an event: a suspended fiber, a deferred trigger, a pending task, a merge.
 // The runtime calls fn once: with discard == false when the event triggers (cause set when it is
 // poisoned), or with discard == true when the rank stops before that (release resources only).
@@ -120,6 +123,8 @@ struct event_waiter {
   event_waiter* next = nullptr;
   std::uint64_t gen = 0;
   poison_ptr cause;
+  waiter_kind kind = waiter_kind::other;
+  event target;  // what it leads to: a task's completion, a merge's result, the event a trigger triggers
 };
 
 // Runs w->fn once `e` has triggered (on this rank's thread that learns it; at once if it has).
@@ -131,6 +136,8 @@ void event_poison(event e, poison_ptr cause);
 // Poisons `e` because a task threw `what` (an exception of type `type`) on this rank.
 void event_task_failed(event e, const char* type, const char* what);
 event merge_span(std::span<const event> events);
+// A new event owned by the calling rank: the completion of a task spawned to `rank`.
+event spawn_event(int rank);
 
 // Heap-allocated waiter that runs f(cause) once, then deletes itself.
 template <class F>
@@ -145,9 +152,13 @@ struct callback_waiter final : event_waiter {
 };
 
 // Calls f(const poison_ptr& cause) once `e` has triggered; cause is null unless e is poisoned.
+// `kind` and `target` say what waits, for the hang report and the event graph.
 template <class F>
-void when_triggered(event e, F&& f) {
-  event_on_trigger(e, new callback_waiter<std::decay_t<F>>(std::forward<F>(f)));
+void when_triggered(event e, F&& f, waiter_kind kind = waiter_kind::other, event target = event::none()) {
+  auto* w = new callback_waiter<std::decay_t<F>>(std::forward<F>(f));
+  w->kind = kind;
+  w->target = target;
+  event_on_trigger(e, w);
 }
 
 }  // namespace detail

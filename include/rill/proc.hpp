@@ -77,12 +77,15 @@ void spawn_when(event pre, event done, Body&& body) {
     task_submit(make_task(std::move(run)));
     return;
   }
-  when_triggered(pre, [done, r = std::move(run)](const poison_ptr& cause) mutable {
-    if (cause)
-      event_poison(done, cause);
-    else
-      task_submit(make_task(std::move(r)));
-  });
+  when_triggered(
+      pre,
+      [done, r = std::move(run)](const poison_ptr& cause) mutable {
+        if (cause)
+          event_poison(done, cause);
+        else
+          task_submit(make_task(std::move(r)));
+      },
+      waiter_kind::task, done);
 }
 
 template <class Fn>
@@ -118,7 +121,7 @@ class proc {
             "calling rank; pass the data as arguments");
       }
     }
-    const event done = detail::event_create();
+    const event done = detail::spawn_event(rank_);
     if (here) {
       detail::spawn_when(pre.ev, done,
                          [f = std::forward<F>(fn), tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {

@@ -3,6 +3,7 @@
 
 #include "rill/am.hpp"
 #include "rill/config.hpp"
+#include "rill/debug.hpp"
 #include "rill/error.hpp"
 #include "rill/event.hpp"
 #include "rill/proc.hpp"

@@ -117,6 +117,23 @@ const std::vector<option_spec>& table() {
        [](parsed_options& o, std::string_view v) {
          o.cfg.idle_poll_us = parse_number<std::uint64_t>("idle-poll-us", v, 0, 60'000'000);
        }},
+      {"event-graph", "(off)",
+       "record the event graph; at the end each rank writes PATH.rankN.dot (and the whole graph to PATH when all "
+       "ranks share this process), see docs/debugging.md",
+       [](parsed_options& o, std::string_view v) {
+         if (v.empty()) bad_value("event-graph", v, "a file path");
+         o.cfg.event_graph = std::string(v);
+       }},
+      {"hang-report-s", "30",
+       "seconds without any event triggering on a rank that has waiters before it prints what it waits on "
+       "(0 = never; fractions allowed)",
+       [](parsed_options& o, std::string_view v) {
+         double s = -1;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+         if (ec != std::errc{} || end != v.data() + v.size() || !(s >= 0 && s <= 1e6))
+           bad_value("hang-report-s", v, "seconds in [0, 1000000]");
+         o.cfg.hang_report_s = s;
+       }},
       {"help", "", "print this table and exit",
        [](parsed_options& o, std::string_view v) {
          if (!v.empty()) bad_value("help", v, "no value");

@@ -23,6 +23,7 @@ detail::event_table& table(const char* what) { return detail::current_rank(what)
 // A fiber (or thread) waiting in event::wait().
 struct fiber_waiter final : detail::event_waiter {
   fiber_waiter() {
+    kind = detail::waiter_kind::fiber;
     fn = [](detail::event_waiter* self, bool discard) {
       if (!discard) detail::wake(&static_cast<fiber_waiter*>(self)->w);  // last touch of *self
     };
@@ -58,7 +59,12 @@ void event::wait() const {
   if (self.cause) throw_poisoned(*self.cause);
 }
 
-user_event user_event::create() { return user_event(table("rill::user_event::create").create()); }
+user_event user_event::create() {
+  detail::event_table& t = table("rill::user_event::create");
+  const event e = t.create();
+  t.set_op(e, detail::op_kind::user_event);
+  return user_event(e);
+}
 
 void user_event::trigger(event after) const {
   detail::event_table& t = table("rill::user_event::trigger");
@@ -67,7 +73,9 @@ void user_event::trigger(event after) const {
     return;
   }
   const event self = *this;
-  detail::when_triggered(after, [self](const detail::poison_ptr& cause) { detail::event_poison(self, cause); });
+  detail::when_triggered(
+      after, [self](const detail::poison_ptr& cause) { detail::event_poison(self, cause); },
+      detail::waiter_kind::deferred_trigger, self);
 }
 
 void user_event::poison(const std::string& reason) const {
@@ -83,6 +91,13 @@ namespace detail {
 void event_on_trigger(event e, event_waiter* w) { table("rill: waiting on an event").on_trigger(e, w); }
 
 event event_create() { return table("rill: creating an event").create(); }
+
+event spawn_event(int rank) {
+  event_table& t = table("rill::proc::spawn");
+  const event e = t.create();
+  t.set_op(e, op_kind::spawn, rank);
+  return e;
+}
 
 void event_trigger(event e) { table("rill: triggering an event").trigger(e, nullptr); }
 
@@ -109,6 +124,8 @@ struct merge_record {
   explicit merge_record(event r, std::size_t n) : result(r), inputs(n), remaining(static_cast<std::ptrdiff_t>(n) + 1) {
     for (auto& in : inputs) {
       in.owner = this;
+      in.kind = waiter_kind::merge;
+      in.target = r;
       in.fn = [](event_waiter* self, bool discard) {
         merge_record* m = static_cast<input*>(self)->owner;
         if (!discard) {
@@ -150,6 +167,8 @@ event merge_span(std::span<const event> events) {
   if (pending.empty()) return event::none();
   if (pending.size() == 1) return pending.front();
   const event result = t.create();
+  t.set_op(result, op_kind::merge);
+  if (t.trace().graph_on()) t.trace().record_merge(events, result);
   auto* m = new merge_record(result, pending.size());
   // The extra count in `remaining` keeps the record alive until every input is registered.
   for (std::size_t i = 0; i < pending.size(); ++i) t.on_trigger(pending[i], &m->inputs[i]);

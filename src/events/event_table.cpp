@@ -189,6 +189,8 @@ void event_table::trigger(event e, poison_ptr cause) {
 }
 
 void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from) {
+  if (trace_.graph_on())
+    trace_.record_trigger(event::from_parts(static_cast<std::uint32_t>(me_), index, gen), from < 0 ? me_ : from, cause);
   owned_slot* s = find_slot(index);
   if (!s)
     throw misuse_error(fmt::format("rill: trigger of an event in slot {} that rank {} never created", index, me_));
@@ -228,6 +230,7 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
 }
 
 void event_table::trigger_remote(event e, poison_ptr cause) {
+  trace_.note_progress();
   const std::uint64_t key = remote_key(e.owner(), e.slot());
   event_waiter* ready = nullptr;
   bool notify_me;
@@ -295,6 +298,7 @@ event_status event_table::query(event e) {
 }
 
 void event_table::subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
+  trace_.note_progress();
   subscriptions_sent_.fetch_add(1, std::memory_order_relaxed);
   send_subscribe(owner, slot, gen);
 }
@@ -303,6 +307,7 @@ void event_table::on_trigger(event e, event_waiter* w) {
   w->next = nullptr;
   w->gen = e.generation();
   w->cause = nullptr;
+  if (trace_.graph_on()) trace_.record_wait(e, *w);
   if (e.is_none()) {
     fire_waiters(w);
     return;
@@ -378,6 +383,7 @@ void event_table::on_remote_trigger(int from, std::uint32_t slot, std::uint64_t 
 
 void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through,
                             const std::vector<poison_wire>& poisoned) {
+  trace_.note_progress();
   const std::uint64_t key = remote_key(owner, slot);
   event_waiter* ready = nullptr;
   {

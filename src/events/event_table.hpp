@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "events/event_trace.hpp"
 #include "rill/event.hpp"
 
 namespace rill::detail {
@@ -62,6 +63,15 @@ class event_table {
 
   event_counts counts();
 
+  // Seeing the graph (event_trace.cpp, docs/debugging.md).
+  event_trace& trace() { return trace_; }
+  // Notes which operation created `e` (owned here), for the hang report and the graph.
+  void set_op(event e, op_kind op, int arg = -1);
+  // From an idle worker: prints the hang report once the rank has been quiet for the hang time.
+  void check_hang();
+  // What this rank waits on now: the untriggered events with waiters ("" when none).
+  std::string pending_report();
+
   // Message handlers (run on this rank).
   void on_subscribe(int from, std::uint32_t slot, std::uint64_t gen);
   void on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause, bool notify_from);
@@ -76,6 +86,10 @@ class event_table {
     event_waiter* waiters = nullptr;  // waiting for `gen`
     std::vector<int> subscribers;     // ranks to notify when `gen` triggers
     std::vector<poisoned_gen> poisoned;
+    // What created generation op_gen (set just after create, read by reports).
+    std::atomic<std::uint64_t> op_gen{0};
+    std::atomic<op_kind> op{op_kind::event};
+    std::atomic<std::int32_t> op_arg{-1};
   };
   struct remote_slot {
     std::uint64_t known = 0;       // the owner said: every generation <= known has triggered
@@ -112,6 +126,7 @@ class event_table {
 
   const int me_;
   const int ranks_;
+  event_trace trace_{me_};
 
   std::mutex alloc_m_;  // guards free_ and growth
   std::vector<std::uint32_t> free_;

@@ -29,6 +29,7 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       term_(*this),
       large_bytes_(cfg.large_bytes) {
   ep_.on_arrival([this] { pool_.notify(); });
+  events_.trace().configure(cfg);
 }
 
 rank_state::~rank_state() = default;
@@ -83,7 +84,10 @@ void rank_state::dispatch(incoming& in) {
 
 void rank_state::on_out_of_work(worker&) { agg_.flush_all(); }
 
-void rank_state::on_idle(worker&) { term_.on_idle(); }
+void rank_state::on_idle(worker&) {
+  term_.on_idle();
+  if (events_.trace().hang_watch_on()) events_.check_hang();
+}
 
 void rank_state::stop(int exit_code) {
   exit_code_ = exit_code;

@@ -86,6 +86,11 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
   }
   for (auto& rank : impl_->ranks) rank->pool().start(rank->id());
   for (auto& rank : impl_->ranks) rank->pool().join();
+  if (!impl_->cfg.event_graph.empty()) {
+    std::vector<const detail::event_trace*> traces;
+    for (auto& rank : impl_->ranks) traces.push_back(&rank->events().trace());
+    detail::write_event_graph_files(impl_->cfg.event_graph, traces, impl_->transport->size());
+  }
   impl_->transport->finish();
   return impl_->ranks.front()->exit_code();
 }

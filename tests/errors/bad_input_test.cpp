@@ -76,7 +76,7 @@ TEST(flags, help_lists_every_option_and_exits_0) {
   auto o = run(demo + " --rill:help");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* name : {"ranks", "workers", "transport", "stack", "agg-bytes", "agg-age-us", "large-bytes",
-                           "queue-buffers", "chaos", "log", "idle-poll-us"}) {
+                           "queue-buffers", "chaos", "log", "idle-poll-us", "event-graph", "hang-report-s"}) {
     EXPECT_NE(o.output.find(std::string("--rill:") + name), std::string::npos) << name;
   }
 }

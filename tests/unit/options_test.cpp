@@ -20,8 +20,9 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",       "workers",       "transport", "stack", "agg-bytes",   "agg-age-us",
-                                 "large-bytes", "queue-buffers", "chaos",     "log",   "idle-poll-us"};
+const char* const all_names[] = {"ranks",        "workers",     "transport",     "stack", "agg-bytes",
+                                 "agg-age-us",   "large-bytes", "queue-buffers", "chaos", "log",
+                                 "idle-poll-us", "event-graph", "hang-report-s"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -72,6 +73,8 @@ TEST_F(Options, NoFlagsGiveDefaults) {
   EXPECT_EQ(o.cfg.chaos, d.chaos);
   EXPECT_EQ(o.cfg.log, d.log);
   EXPECT_EQ(o.cfg.idle_poll_us, d.idle_poll_us);
+  EXPECT_EQ(o.cfg.event_graph, "");  // off
+  EXPECT_EQ(o.cfg.hang_report_s, 30.0);
   EXPECT_FALSE(o.workers_given);
   EXPECT_FALSE(o.transport_given);
   EXPECT_FALSE(o.help);
@@ -217,6 +220,31 @@ TEST_F(Options, MalformedNumbersThrow) {
   expect_usage_error("--rill:stack=K", "stack");
   expect_usage_error("--rill:agg-bytes=4k", "agg-bytes");
   expect_usage_error("--rill:large-bytes=", "large-bytes");
+}
+
+TEST_F(Options, EventGraphAndHangReport) {
+  args a{"prog", "--rill:event-graph=/tmp/run.dot", "--rill:hang-report-s=0.25"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.event_graph, "/tmp/run.dot");
+  EXPECT_EQ(o.cfg.hang_report_s, 0.25);
+  args b{"prog", "--rill:hang-report-s=0"};
+  EXPECT_EQ(parse(b).cfg.hang_report_s, 0.0);
+  args c{"prog", "--rill:hang-report-s=120"};
+  EXPECT_EQ(parse(c).cfg.hang_report_s, 120.0);
+  setenv("RILL_HANG_REPORT_S", "7.5", 1);
+  setenv("RILL_EVENT_GRAPH", "g.dot", 1);
+  args d{"prog"};
+  parsed_options e = parse(d);
+  EXPECT_EQ(e.cfg.hang_report_s, 7.5);
+  EXPECT_EQ(e.cfg.event_graph, "g.dot");
+  expect_usage_error("--rill:event-graph=", "event-graph");
+  expect_usage_error("--rill:event-graph", "event-graph");
+  expect_usage_error("--rill:hang-report-s=-1", "hang-report-s");
+  expect_usage_error("--rill:hang-report-s=soon", "hang-report-s");
+  expect_usage_error("--rill:hang-report-s=1s", "hang-report-s");
+  expect_usage_error("--rill:hang-report-s=", "hang-report-s");
+  expect_usage_error("--rill:hang-report-s=nan", "hang-report-s");
+  expect_usage_error("--rill:hang-report-s=1e9", "hang-report-s");
 }
 
 TEST_F(Options, ZeroRanksOrWorkersThrow) {
