@@ -133,24 +133,25 @@ void event_table::check_owner(event e, const char* what) const {
   }
 }
 
-event event_table::create() {
-  std::uint32_t index;
-  {
-    std::lock_guard g(alloc_m_);
-    if (!free_.empty()) {
-      index = free_.back();
-      free_.pop_back();
-    } else {
-      index = slot_count_.load(std::memory_order_relaxed);
-      const std::uint32_t j = index / chunk_base + 1;
-      const int k = std::bit_width(j) - 1;
-      if (k >= max_chunks) throw std::length_error("rill: too many untriggered events on one rank");
-      auto& chunk = chunks_[static_cast<std::size_t>(k)];
-      if (!chunk.load(std::memory_order_relaxed))
-        chunk.store(new owned_slot[chunk_base << k], std::memory_order_release);
-      slot_count_.store(index + 1, std::memory_order_release);
-    }
+std::uint32_t event_table::allocate_slot() {
+  std::lock_guard g(alloc_m_);
+  if (!free_.empty()) {
+    const std::uint32_t index = free_.back();
+    free_.pop_back();
+    return index;
   }
+  const std::uint32_t index = slot_count_.load(std::memory_order_relaxed);
+  const std::uint32_t j = index / chunk_base + 1;
+  const int k = std::bit_width(j) - 1;
+  if (k >= max_chunks) throw std::length_error("rill: too many untriggered events on one rank");
+  auto& chunk = chunks_[static_cast<std::size_t>(k)];
+  if (!chunk.load(std::memory_order_relaxed)) chunk.store(new owned_slot[chunk_base << k], std::memory_order_release);
+  slot_count_.store(index + 1, std::memory_order_release);
+  return index;
+}
+
+event event_table::create() {
+  const std::uint32_t index = allocate_slot();
   owned_slot& s = slot_at(index);
   std::uint64_t gen;
   {
@@ -164,6 +165,14 @@ event event_table::create() {
   while (live > peak && !peak_untriggered_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
   return event::from_parts(static_cast<std::uint32_t>(me_), index, gen);
+}
+
+event event_table::create_pinned() {
+  const event first = create();
+  owned_slot& s = slot_at(first.slot());
+  std::lock_guard g(s.m);
+  s.pinned = true;
+  return first;
 }
 
 poison_ptr event_table::find_poison(const std::vector<poisoned_gen>& list, std::uint64_t gen) {
@@ -197,36 +206,78 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   event_waiter* waiters;
   std::vector<int> subscribers;
   std::vector<poison_wire> wire;
-  bool reuse;
+  bool reuse = false;
+  bool pinned;
   {
     std::lock_guard g(s->m);
-    if (gen != s->gen || s->triggered) {
-      throw misuse_error(fmt::format("rill: event (rank {}, slot {}, generation {}) triggered twice", me_, index, gen));
-    }
-    s->triggered = true;
-    if (cause) s->poisoned.push_back({gen, cause});
-    waiters = std::exchange(s->waiters, nullptr);
-    subscribers.swap(s->subscribers);
-    if (from >= 0) {
-      // The triggering rank woke its own waiters; it hears back only if it asked to.
-      std::erase(subscribers, from);
-      if (notify_from) subscribers.push_back(from);
+    pinned = s->pinned;
+    if (pinned) {
+      if (from >= 0) {
+        throw misuse_error(
+            fmt::format("rill: rank {} triggered a barrier phase (rank {}, slot {}, generation {}), "
+                        "which only its arrivals complete",
+                        from, me_, index, gen));
+      }
+      waiters = trigger_pinned_locked(*s, index, gen, cause, subscribers);
+    } else {
+      if (gen != s->gen || s->triggered) {
+        throw misuse_error(
+            fmt::format("rill: event (rank {}, slot {}, generation {}) triggered twice", me_, index, gen));
+      }
+      s->triggered = true;
+      if (cause) s->poisoned.push_back({gen, cause});
+      waiters = std::exchange(s->waiters, nullptr);
+      subscribers.swap(s->subscribers);
+      if (from >= 0) {
+        // The triggering rank woke its own waiters; it hears back only if it asked to.
+        std::erase(subscribers, from);
+        if (notify_from) subscribers.push_back(from);
+      }
+      reuse = s->poisoned.size() < max_poisoned_generations;
+      s->retired = !reuse;
     }
     if (!subscribers.empty() && !s->poisoned.empty()) wire = to_wire(s->poisoned);
-    reuse = s->poisoned.size() < max_poisoned_generations;
-    s->retired = !reuse;
   }
-  untriggered_.fetch_sub(1, std::memory_order_relaxed);
-  if (reuse) {
-    std::lock_guard g(alloc_m_);
-    free_.push_back(index);
+  if (pinned) {
+    created_.fetch_add(1, std::memory_order_relaxed);  // its next generation began, untriggered
   } else {
-    retired_.fetch_add(1, std::memory_order_relaxed);
+    untriggered_.fetch_sub(1, std::memory_order_relaxed);
+    if (reuse) {
+      std::lock_guard g(alloc_m_);
+      free_.push_back(index);
+    } else {
+      retired_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
   for (int r : subscribers) send_notify(r, index, gen, wire);
   notifications_sent_.fetch_add(subscribers.size(), std::memory_order_relaxed);
   fire_waiters(waiters);
+}
+
+event_waiter* event_table::trigger_pinned_locked(owned_slot& s, std::uint32_t index, std::uint64_t gen,
+                                                 const poison_ptr& cause, std::vector<int>& subscribers) {
+  if (gen != s.gen) {
+    throw misuse_error(fmt::format("rill: pinned event (rank {}, slot {}) triggered generation {} while {} is current",
+                                   me_, index, gen, s.gen));
+  }
+  if (cause) s.poisoned.push_back({gen, cause});
+  // Waiters for this generation run; those for later ones stay.
+  event_waiter* ready = nullptr;
+  event_waiter* later = nullptr;
+  for (event_waiter* w = s.waiters; w;) {
+    event_waiter* next = w->next;
+    event_waiter*& list = w->gen <= gen ? ready : later;
+    w->next = list;
+    list = w;
+    w = next;
+  }
+  s.waiters = later;
+  // Every subscribed rank hears of this generation; those that asked for no later one are done.
+  for (const auto& [rank, upto] : s.pinned_subscribers) subscribers.push_back(rank);
+  std::erase_if(s.pinned_subscribers, [gen](const auto& p) { return p.second <= gen; });
+  s.gen = gen + 1;  // the next generation begins at once; `triggered` stays false
+  return ready;
 }
 
 void event_table::trigger_remote(event e, poison_ptr cause) {
@@ -276,6 +327,7 @@ event_status event_table::query(event e) {
     if (!s) throw misuse_error(fmt::format("rill: event in slot {} that rank {} never created", e.slot(), me_));
     std::lock_guard g(s->m);
     if (e.generation() > s->gen) {
+      if (s->pinned) return {};  // a later generation of a pinned slot: it will come
       throw misuse_error(fmt::format("rill: event generation {} of slot {} that rank {} never created", e.generation(),
                                      e.slot(), me_));
     }
@@ -318,11 +370,11 @@ void event_table::on_trigger(event e, event_waiter* w) {
     if (!s) throw misuse_error(fmt::format("rill: event in slot {} that rank {} never created", e.slot(), me_));
     {
       std::lock_guard g(s->m);
-      if (e.generation() > s->gen) {
+      if (e.generation() > s->gen && !s->pinned) {
         throw misuse_error(fmt::format("rill: event generation {} of slot {} that rank {} never created",
                                        e.generation(), e.slot(), me_));
       }
-      if (e.generation() == s->gen && !s->triggered) {
+      if (e.generation() >= s->gen && !s->triggered) {
         w->next = s->waiters;
         s->waiters = w;
         return;
@@ -363,14 +415,30 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
   std::vector<poison_wire> wire;
   {
     std::lock_guard g(s->m);
-    if (gen > s->gen) throw decode_error(fmt::format("subscription from rank {} to a future generation", from));
-    if (gen == s->gen && !s->triggered) {
-      s->subscribers.push_back(from);
-      return;
+    if (s->pinned && gen >= s->gen) {
+      // Kept until `gen` triggers, with the latest generation this rank asked for.
+      auto it = std::find_if(s->pinned_subscribers.begin(), s->pinned_subscribers.end(),
+                             [from](const auto& p) { return p.first == from; });
+      if (it != s->pinned_subscribers.end()) {
+        it->second = std::max(it->second, gen);  // notified at every trigger since it subscribed
+        return;
+      }
+      s->pinned_subscribers.emplace_back(from, gen);
+      // The rank may have waiters for generations that triggered before this subscription
+      // arrived (covered by it, as they are earlier): tell it what has triggered so far.
+      if (s->gen == 1) return;
+      through = s->gen - 1;
+      wire = to_wire(s->poisoned);
+    } else {
+      if (gen > s->gen) throw decode_error(fmt::format("subscription from rank {} to a future generation", from));
+      if (gen == s->gen && !s->triggered) {
+        s->subscribers.push_back(from);
+        return;
+      }
+      // Already triggered (the subscription crossed the trigger): answer at once.
+      through = s->triggered ? s->gen : s->gen - 1;
+      wire = to_wire(s->poisoned);
     }
-    // Already triggered (the subscription crossed the trigger): answer at once.
-    through = s->triggered ? s->gen : s->gen - 1;
-    wire = to_wire(s->poisoned);
   }
   notifications_sent_.fetch_add(1, std::memory_order_relaxed);
   send_notify(from, slot, through, wire);

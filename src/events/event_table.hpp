@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "events/event_trace.hpp"
@@ -52,6 +53,11 @@ class event_table {
   event_table& operator=(const event_table&) = delete;
 
   event create();
+  // A slot pinned to a sequence of events (a barrier's phases): it never returns to the free list,
+  // and when its generation g triggers, g + 1 begins at once, untriggered. Waiters, queries and
+  // subscriptions may name generations beyond the current one; they wait for that generation.
+  // Only the owner triggers a pinned slot, one generation after the other.
+  event create_pinned();
   // Triggers (cause == nullptr) or poisons an event from this rank. Throws misuse_error when an
   // event owned here has already triggered.
   void trigger(event e, poison_ptr cause);
@@ -83,13 +89,18 @@ class event_table {
     std::uint64_t gen = 0;  // the latest generation created (0: none yet)
     bool triggered = true;  // whether `gen` has triggered
     bool retired = false;
-    event_waiter* waiters = nullptr;  // waiting for `gen`
+    bool pinned = false;              // see create_pinned()
+    event_waiter* waiters = nullptr;  // waiting for `gen` (pinned: for `gen` or later)
     std::vector<int> subscribers;     // ranks to notify when `gen` triggers
     std::vector<poisoned_gen> poisoned;
     // What created generation op_gen (set just after create, read by reports).
     std::atomic<std::uint64_t> op_gen{0};
     std::atomic<op_kind> op{op_kind::event};
     std::atomic<std::int32_t> op_arg{-1};
+    // Pinned slots only: subscribed ranks with the latest generation each asked for (>= gen).
+    // Each is notified at every trigger until that generation has triggered, so a remote waiter
+    // for an earlier generation covered by a later subscription is woken in time.
+    std::vector<std::pair<int, std::uint64_t>> pinned_subscribers;
   };
   struct remote_slot {
     std::uint64_t known = 0;       // the owner said: every generation <= known has triggered
@@ -109,12 +120,17 @@ class event_table {
   static constexpr int max_chunks = 26;
   static constexpr int shard_count = 16;
 
+  std::uint32_t allocate_slot();
   owned_slot& slot_at(std::uint32_t index);
   owned_slot* find_slot(std::uint32_t index);
   void check_owner(event e, const char* what) const;
   // `from`: the rank whose trigger message this is (-1: this rank); it is notified only if
   // `notify_from`.
   void trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from);
+  // The pinned half of trigger_owned, under s.m: collects the waiters to run and the ranks to
+  // notify, and begins generation gen + 1.
+  event_waiter* trigger_pinned_locked(owned_slot& s, std::uint32_t index, std::uint64_t gen, const poison_ptr& cause,
+                                      std::vector<int>& subscribers);
   void trigger_remote(event e, poison_ptr cause);
   void subscribe(int owner, std::uint32_t slot, std::uint64_t gen);
   static poison_ptr find_poison(const std::vector<poisoned_gen>& list, std::uint64_t gen);

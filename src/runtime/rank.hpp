@@ -13,6 +13,7 @@
 #include "rill/runtime.hpp"
 #include "runtime/termination.hpp"
 #include "scheduler/worker.hpp"
+#include "sync/barrier.hpp"
 #include "sync/reservation_table.hpp"
 #include "transport/transport.hpp"
 
@@ -29,6 +30,7 @@ class rank_state final : public rank_services {
   worker_pool& pool() { return pool_; }
   termination& term() { return term_; }
   event_table& events() { return events_; }
+  barrier_table& barriers() { return barriers_; }
   reservation_table& reservations() { return reservations_; }
   std::size_t large_bytes() const { return large_bytes_; }
 
@@ -58,6 +60,8 @@ class rank_state final : public rank_services {
   const std::size_t large_bytes_;
   // Declared after the pool, so destroyed before it: callbacks still waiting are released first.
   event_table events_{id_, size_};
+  // The barriers this rank owns; their phases are slots of events_.
+  barrier_table barriers_{id_, events_};
   // Reservations this rank has seen (src/sync); their pending callbacks wait in events_.
   reservation_table reservations_{id_, size_};
   std::atomic<bool> stopping_{false};
