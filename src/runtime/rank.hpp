@@ -10,6 +10,7 @@
 #include "events/event_table.hpp"
 #include "messages/aggregator.hpp"
 #include "rill/config.hpp"
+#include "rill/machine.hpp"
 #include "rill/runtime.hpp"
 #include "runtime/termination.hpp"
 #include "scheduler/worker.hpp"
@@ -33,6 +34,9 @@ class rank_state final : public rank_services {
   barrier_table& barriers() { return barriers_; }
   reservation_table& reservations() { return reservations_; }
   std::size_t large_bytes() const { return large_bytes_; }
+  // The machine's description, shared by the ranks of this process; set once at start-up.
+  const rill::machine& machine_model() const { return *machine_; }
+  void set_machine(std::shared_ptr<const rill::machine> m) { machine_ = std::move(m); }
 
   // rank_services
   bool progress(worker& w) override;
@@ -64,6 +68,7 @@ class rank_state final : public rank_services {
   barrier_table barriers_{id_, events_};
   // Reservations this rank has seen (src/sync); their pending callbacks wait in events_.
   reservation_table reservations_{id_, size_};
+  std::shared_ptr<const rill::machine> machine_;
   std::atomic<bool> stopping_{false};
   int exit_code_ = 0;
 };

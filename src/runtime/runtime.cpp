@@ -6,6 +6,7 @@
 
 #include "common/log.hpp"
 #include "common/options.hpp"
+#include "machine/machine.hpp"
 #include "messages/handler_table.hpp"
 #include "rill/error.hpp"
 #include "rill/task.hpp"
@@ -51,6 +52,9 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
     impl_->ranks.push_back(std::make_unique<detail::rank_state>(*ep, cfg));
   }
+  // Collective, like the build check: every rank learns the same description of the machine.
+  const auto machine = detail::build_machine(*impl_->transport, cfg.workers);
+  for (auto& rank : impl_->ranks) rank->set_machine(machine);
   detail::log().debug("{} rank(s) here of {}, {} worker(s) each, transport {}", impl_->ranks.size(),
                       impl_->transport->size(), cfg.workers, cfg.transport == transport_kind::mpi ? "mpi" : "local");
 }

@@ -308,6 +308,26 @@ class mpi_transport final : public transport {
     }
   }
 
+  std::vector<std::string> gather_from_all_ranks(const std::string& mine) override {
+    const int n = size();
+    int len = static_cast<int>(mine.size());
+    std::vector<int> lens(static_cast<std::size_t>(n)), offsets(static_cast<std::size_t>(n));
+    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm_), "MPI_Allgather");
+    int total = 0;
+    for (int r = 0; r < n; ++r) {
+      offsets[static_cast<std::size_t>(r)] = total;
+      total += lens[static_cast<std::size_t>(r)];
+    }
+    std::string all(static_cast<std::size_t>(total), '\0');
+    check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, comm_),
+          "MPI_Allgatherv");
+    std::vector<std::string> out;
+    for (int r = 0; r < n; ++r)
+      out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
+                               static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])));
+    return out;
+  }
+
   void finish() override { ep_->finish(); }
 
  private:

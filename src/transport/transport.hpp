@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "rill/config.hpp"
@@ -51,6 +52,9 @@ class transport {
   // Collective start-up check: every rank must run the same binary. Exits with a clear message on
   // every rank when they differ.
   virtual void check_same_build(std::uint64_t fingerprint) = 0;
+  // Collective start-up exchange: returns, indexed by rank, what each rank's process passed as
+  // `mine` (the ranks of one process share its value). Used to describe the machine.
+  virtual std::vector<std::string> gather_from_all_ranks(const std::string& mine) = 0;
   // Collective end: all sends complete, every rank has reached this point.
   virtual void finish() = 0;
 };
