@@ -43,6 +43,7 @@ class rank_state final : public rank_services {
   void on_out_of_work(worker& w) override;
   void on_idle(worker& w) override;
   bool must_poll() const override { return ep_.needs_polling() || agg_.any_buffered(); }
+  bool has_input() const override { return ep_.has_input(); }
   bool stopping() const override { return stopping_.load(std::memory_order_acquire); }
 
   void stop(int exit_code);

@@ -17,6 +17,8 @@ class rank_services {
   virtual void on_idle(worker& w) = 0;
   // Received data may be waiting that only polling notices: idle workers must not sleep long.
   virtual bool must_poll() const = 0;
+  // Received data is waiting to be polled (checked by a worker about to sleep).
+  virtual bool has_input() const = 0;
   virtual bool stopping() const = 0;
 };
 

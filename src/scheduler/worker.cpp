@@ -198,6 +198,12 @@ void worker::loop() {
   rank_services& services = pool_.services();
   for (;;) {
     if (services.stopping()) return;
+    // Fibers that keep waking each other must not keep the network waiting: poll every
+    // poll_every-th resumption too, before a fiber is taken from the queue.
+    if (poll_due_ || (local_ready_head_ && ++ticks_ % poll_every == 0)) {
+      poll_due_ = false;
+      progress_and_release();
+    }
     if (fiber_rec* f = take_ready()) {
       mark_active();
       reset_idle();
@@ -296,7 +302,13 @@ void worker::idle_step() {
 void worker::park(waiter& w) {
   (void)w;
   fiber_rec* self = current_;
-  fiber_rec* next = take_ready();
+  // Every poll_every-th park goes through the scheduling loop (which polls the network) instead of
+  // straight to the next ready fiber, as yield() does.
+  fiber_rec* next = nullptr;
+  if (++ticks_ % poll_every != 0)
+    next = take_ready();
+  else
+    poll_due_ = true;
   // Woken between registering and parking, and first in the queue: just go on. (Further back in
   // the queue is fine: the switch below saves this fiber before anything can resume it.)
   if (next == self) return;
@@ -414,6 +426,14 @@ task_record* worker_pool::steal_for(int thief) {
   return nullptr;
 }
 
+bool worker_pool::has_work() const {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // after the sleeper's announcement
+  if (has_injected_.load(std::memory_order_seq_cst) || services_.has_input()) return true;
+  for (const auto& w : workers_)
+    if (w->has_local_work()) return true;
+  return false;
+}
+
 bool worker_pool::quiet() const {
   if (active.load(std::memory_order_seq_cst) != 0) return false;
   if (has_injected_.load(std::memory_order_acquire)) return false;
@@ -429,14 +449,15 @@ void worker_pool::notify_all() {
 }
 
 void worker_pool::sleep(bool must_poll, int& backoff) {
-  // Polling ranks back off from 20 us to 1 ms between polls; others sleep until notified. The
-  // time limit in both cases also bounds the cost of a wake-up lost to a race with notify().
+  // Polling ranks back off from 20 us to 1 ms between polls; others sleep until notified. Work that
+  // arrived just before the sleeper announced itself (so its notify() saw no sleeper) is found by
+  // the check for work after the announcement; the time limit is a last resort.
   using namespace std::chrono;
   const auto limit = must_poll ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
   std::unique_lock g(sleep_lock_);
   const std::uint64_t epoch = wake_epoch_;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  sleep_cv_.wait_for(g, limit, [&] { return wake_epoch_ != epoch || services_.stopping(); });
+  sleep_cv_.wait_for(g, limit, [&] { return wake_epoch_ != epoch || services_.stopping() || has_work(); });
   sleepers_.fetch_sub(1, std::memory_order_relaxed);
   ++backoff;
 }

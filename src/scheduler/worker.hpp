@@ -111,6 +111,7 @@ class worker {
   unsigned idle_spins_ = 0;
   int sleep_backoff_ = 0;
   unsigned ticks_ = 0;
+  bool poll_due_ = false;  // the loop polls the network before it resumes another fiber
   bool active_ = false;
   std::thread thread_;
 };
@@ -136,8 +137,13 @@ class worker_pool {
 
   // True when no worker runs anything and no task or ready fiber is queued. Call from an idle worker.
   bool quiet() const;
+  // True when a task, a woken fiber or received data is waiting for some worker.
+  bool has_work() const;
   // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
   void notify() {
+    // Pairs with the sleeper's seq_cst increment of sleepers_ and its check for work: either the
+    // sleeper sees the work, or this sees the sleeper.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
   }
   void notify_all();

@@ -77,6 +77,7 @@ class local_endpoint final : public endpoint {
   }
 
   bool needs_polling() const override { return chaos_ && has_data_.load(std::memory_order_acquire); }
+  bool has_input() const override { return has_data_.load(std::memory_order_seq_cst); }
 
   void on_arrival(std::function<void()> wake) override { wake_ = std::move(wake); }
 

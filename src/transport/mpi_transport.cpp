@@ -136,6 +136,7 @@ class mpi_endpoint final : public endpoint {
   }
 
   bool needs_polling() const override { return true; }
+  bool has_input() const override { return has_self_.load(std::memory_order_seq_cst); }
   void on_arrival(std::function<void()>) override {}
 
   // Completes all sends, waits for every rank, and cancels the pre-posted receives.

@@ -37,6 +37,9 @@ class endpoint {
   // True when received data may be waiting that only poll() will notice (MPI, chaos holding
   // messages back): then an idle rank must keep polling, with back-off, instead of sleeping.
   virtual bool needs_polling() const = 0;
+  // True when a poll() would find something now, as far as the endpoint can tell without MPI calls
+  // (a sleeper checks it after announcing itself, so an arrival cannot slip between the two).
+  virtual bool has_input() const = 0;
   // Called (from any thread) when a buffer arrives for this endpoint; used to wake sleepers.
   virtual void on_arrival(std::function<void()> wake) = 0;
 };

@@ -347,6 +347,37 @@ TEST(RuntimeLocal, FibersPollingWithYieldStillLetTheNetworkProgress) {
   EXPECT_EQ(code, 0);
 }
 
+// Likewise two fibers that wake each other through latches, parking in turn.
+std::atomic<bool> reply_arrived{false};
+
+TEST(RuntimeLocal, FibersWakingEachOtherStillLetTheNetworkProgress) {
+  reply_arrived.store(false);
+  auto rt = make_runtime({"--rill:ranks=2", "--rill:workers=1"});
+  const int code = rt->run([] {
+    std::unique_ptr<rill::latch> turn[2] = {std::make_unique<rill::latch>(1), std::make_unique<rill::latch>(1)};
+    bool stop = false;
+    long rounds = 0;
+    rill::latch finished(2);
+    for (int i = 0; i < 2; ++i) {
+      rill::spawn([&, i] {
+        for (;;) {
+          turn[i]->wait();
+          turn[i] = std::make_unique<rill::latch>(1);
+          if (reply_arrived.load() || ++rounds > 2'000'000) stop = true;  // the bound: livelocked
+          turn[1 - i]->count_down();
+          if (stop) break;
+        }
+        finished.count_down();
+      });
+    }
+    rill::am::send(1, [] { rill::am::send(0, [] { reply_arrived.store(true); }); });
+    turn[0]->count_down();
+    finished.wait();
+    return reply_arrived.load() ? 0 : 1;
+  });
+  EXPECT_EQ(code, 0);
+}
+
 // The top-level task and a second fiber alternate strictly, each handing over with rill::yield().
 // To be on separate fibers (rather than one nested in the other), the second task is spawned by a
 // message handler, which runs from the worker's scheduling loop after the top-level task parked.
