@@ -112,9 +112,6 @@ struct poison_info {
 };
 using poison_ptr = std::shared_ptr<const poison_info>;
 
-// What waits for an event, as the hang report and the event graph name it (rill/debug.hpp).
-enum class waiter_kind : std::uint8_t { other, fiber, task, deferred_trigger, merge };
-
 // Something waiting for an event: a suspended fiber, a deferred trigger, a pending task, a merge.
 // The runtime calls fn once: with discard == false when the event triggers (cause set when it is
 // poisoned), or with discard == true when the rank stops before that (release resources only).
@@ -123,8 +120,23 @@ struct event_waiter {
   event_waiter* next = nullptr;
   std::uint64_t gen = 0;
   poison_ptr cause;
+};
+
+// What waits for an event, as the hang report and the event graph name it (rill/debug.hpp).
+enum class waiter_kind : std::uint8_t { other, fiber, task, deferred_trigger, merge };
+
+// Runs a targeted_waiter: its fn. A separate function, so that the hang report and the event graph
+// can tell targeted waiters from others by their fn, without a field in every waiter (merges hold
+// one waiter per input, and programs hold millions of them).
+void targeted_waiter_fn(event_waiter* self, bool discard);
+
+// A waiter that leads to another event: a task waiting for its precondition (it completes
+// `target`). Deferred triggers and merge inputs have waiter types of their own (event_api.cpp).
+struct targeted_waiter : event_waiter {
+  targeted_waiter() { fn = &targeted_waiter_fn; }
+  void (*invoke)(event_waiter* self, bool discard) = nullptr;  // what fn runs
+  event target;
   waiter_kind kind = waiter_kind::other;
-  event target;  // what it leads to: a task's completion, a merge's result, the event a trigger triggers
 };
 
 // Runs w->fn once `e` has triggered (on this rank's thread that learns it; at once if it has).
@@ -140,22 +152,32 @@ event merge_span(std::span<const event> events);
 event spawn_event(int rank);
 
 // Heap-allocated waiter that runs f(cause) once, then deletes itself.
-template <class F>
-struct callback_waiter final : event_waiter {
+template <class F, class Base = event_waiter>
+struct callback_waiter final : Base {
   explicit callback_waiter(F&& fn) : f(std::move(fn)) {
-    this->fn = [](event_waiter* self, bool discard) {
+    auto run = [](event_waiter* self, bool discard) {
       std::unique_ptr<callback_waiter> own(static_cast<callback_waiter*>(self));
       if (!discard) own->f(own->cause);
     };
+    if constexpr (std::is_same_v<Base, targeted_waiter>)
+      this->invoke = run;
+    else
+      this->fn = run;
   }
   F f;
 };
 
 // Calls f(const poison_ptr& cause) once `e` has triggered; cause is null unless e is poisoned.
-// `kind` and `target` say what waits, for the hang report and the event graph.
 template <class F>
-void when_triggered(event e, F&& f, waiter_kind kind = waiter_kind::other, event target = event::none()) {
-  auto* w = new callback_waiter<std::decay_t<F>>(std::forward<F>(f));
+void when_triggered(event e, F&& f) {
+  event_on_trigger(e, new callback_waiter<std::decay_t<F>>(std::forward<F>(f)));
+}
+
+// The same, for a waiter that leads to `target`: `kind` (a task) says how, for
+// the hang report and the event graph.
+template <class F>
+void when_triggered(event e, F&& f, waiter_kind kind, event target) {
+  auto* w = new callback_waiter<std::decay_t<F>, targeted_waiter>(std::forward<F>(f));
   w->kind = kind;
   w->target = target;
   event_on_trigger(e, w);

@@ -22,13 +22,21 @@ detail::event_table& table(const char* what) { return detail::current_rank(what)
 
 // A fiber (or thread) waiting in event::wait().
 struct fiber_waiter final : detail::event_waiter {
-  fiber_waiter() {
-    kind = detail::waiter_kind::fiber;
-    fn = [](detail::event_waiter* self, bool discard) {
-      if (!discard) detail::wake(&static_cast<fiber_waiter*>(self)->w);  // last touch of *self
-    };
+  fiber_waiter() { fn = &fired; }
+  static void fired(detail::event_waiter* self, bool discard) {
+    if (!discard) detail::wake(&static_cast<fiber_waiter*>(self)->w);  // last touch of *self
   }
   detail::waiter w;
+};
+
+// user_event::trigger(after): triggers (or poisons) `target` once `after` has triggered.
+struct deferred_trigger final : detail::event_waiter {
+  explicit deferred_trigger(event t) : target(t) { fn = &fired; }
+  static void fired(detail::event_waiter* self, bool discard) {
+    std::unique_ptr<deferred_trigger> own(static_cast<deferred_trigger*>(self));
+    if (!discard) detail::event_poison(own->target, own->cause);
+  }
+  event target;
 };
 
 }  // namespace
@@ -72,10 +80,7 @@ void user_event::trigger(event after) const {
     t.trigger(*this, nullptr);
     return;
   }
-  const event self = *this;
-  detail::when_triggered(
-      after, [self](const detail::poison_ptr& cause) { detail::event_poison(self, cause); },
-      detail::waiter_kind::deferred_trigger, self);
+  t.on_trigger(after, new deferred_trigger(*this));
 }
 
 void user_event::poison(const std::string& reason) const {
@@ -124,17 +129,16 @@ struct merge_record {
   explicit merge_record(event r, std::size_t n) : result(r), inputs(n), remaining(static_cast<std::ptrdiff_t>(n) + 1) {
     for (auto& in : inputs) {
       in.owner = this;
-      in.kind = waiter_kind::merge;
-      in.target = r;
-      in.fn = [](event_waiter* self, bool discard) {
-        merge_record* m = static_cast<input*>(self)->owner;
-        if (!discard) {
-          // The first poisoned input poisons the result at once: dependents need not wait for the rest.
-          if (self->cause && !m->done.exchange(true, std::memory_order_acq_rel)) event_poison(m->result, self->cause);
-        }
-        m->release(discard);
-      };
+      in.fn = &input_fired;
     }
+  }
+  static void input_fired(event_waiter* self, bool discard) {
+    merge_record* m = static_cast<input*>(self)->owner;
+    if (!discard) {
+      // The first poisoned input poisons the result at once: dependents need not wait for the rest.
+      if (self->cause && !m->done.exchange(true, std::memory_order_acq_rel)) event_poison(m->result, self->cause);
+    }
+    m->release(discard);
   }
   void release(bool discard) {
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -148,6 +152,25 @@ struct merge_record {
 };
 
 }  // namespace
+
+void targeted_waiter_fn(event_waiter* self, bool discard) {
+  static_cast<targeted_waiter*>(self)->invoke(self, discard);
+}
+
+waiter_kind waiter_kind_of(const event_waiter& w) {
+  if (w.fn == &targeted_waiter_fn) return static_cast<const targeted_waiter&>(w).kind;
+  if (w.fn == &fiber_waiter::fired) return waiter_kind::fiber;
+  if (w.fn == &deferred_trigger::fired) return waiter_kind::deferred_trigger;
+  if (w.fn == &merge_record::input_fired) return waiter_kind::merge;
+  return waiter_kind::other;
+}
+
+event waiter_target(const event_waiter& w) {
+  if (w.fn == &targeted_waiter_fn) return static_cast<const targeted_waiter&>(w).target;
+  if (w.fn == &merge_record::input_fired) return static_cast<const merge_record::input&>(w).owner->result;
+  if (w.fn == &deferred_trigger::fired) return static_cast<const deferred_trigger&>(w).target;
+  return event::none();
+}
 
 event merge_span(std::span<const event> events) {
   event_table& t = table("rill::merge");

@@ -43,16 +43,16 @@ std::uint64_t steady_ns() {
 }
 
 std::string describe_waiter(const event_waiter& w) {
-  switch (w.kind) {
+  switch (waiter_kind_of(w)) {
     case waiter_kind::fiber: return "a task suspended in event::wait()";
     case waiter_kind::task:
-      return "a task spawned to this rank, waiting for its precondition; it completes " + event_name(w.target);
-    case waiter_kind::deferred_trigger: return "user_event::trigger(after) of " + event_name(w.target);
-    case waiter_kind::merge: return "a merge whose result is " + event_name(w.target);
+      return "a task spawned to this rank, waiting for its precondition; it completes " + event_name(waiter_target(w));
+    case waiter_kind::deferred_trigger: return "user_event::trigger(after) of " + event_name(waiter_target(w));
+    case waiter_kind::merge: return "a merge whose result is " + event_name(waiter_target(w));
     case waiter_kind::other: break;
   }
-  if (w.target.is_none()) return "a runtime operation";
-  return "a runtime operation leading to " + event_name(w.target);
+  if (waiter_target(w).is_none()) return "a runtime operation";
+  return "a runtime operation leading to " + event_name(waiter_target(w));
 }
 
 // ---- DOT --------------------------------------------------------------------------------------
@@ -103,7 +103,8 @@ void event_trace::record_create(event e, op_kind op, int arg) {
 void event_trace::record_wait(event e, const event_waiter& w) {
   if (e.is_none()) return;
   std::lock_guard g(m_);
-  edges_.push_back({e, w.target, w.kind, w.kind == waiter_kind::fiber ? ++waits_ : 0});
+  const waiter_kind kind = waiter_kind_of(w);
+  edges_.push_back({e, waiter_target(w), kind, kind == waiter_kind::fiber ? ++waits_ : 0});
 }
 
 void event_trace::record_merge(std::span<const event> inputs, event result) {

@@ -3,8 +3,9 @@
 // here is process-global. See docs/debugging.md.
 //
 // Costs when off: the graph hooks are a branch on graph_on(); the creating operation of each owned
-// slot is two relaxed stores; the watchdog reads counters the table keeps anyway, plus one counter
-// bumped only on protocol messages.
+// slot is three relaxed stores; the watchdog reads counters the table keeps anyway, plus one counter
+// bumped only on protocol messages. Waiters carry no field for any of this: what a waiter is comes
+// from its fn (waiter_kind_of), so merges of many inputs take no more memory (R2 unchanged).
 #pragma once
 
 #include <array>
@@ -25,6 +26,11 @@ namespace rill::detail {
 enum class op_kind : std::uint8_t { event, user_event, merge, spawn };
 
 const char* op_name(op_kind k);
+// What a waiter is, and the event it leads to (a task's completion, a merge's result, the event a
+// deferred trigger triggers; none() for fibers and others). Told by the waiter's fn, so that
+// waiters need no field for it (event_api.cpp, which defines those fns).
+waiter_kind waiter_kind_of(const event_waiter& w);
+event waiter_target(const event_waiter& w);
 // "(rank 1, slot 3, gen 2)": how reports and errors name an event.
 std::string event_name(event e);
 
