@@ -259,9 +259,11 @@ std::string event_table::pending_report() {
   for (std::uint32_t i = 0; i < n; ++i) {
     owned_slot& s = slot_at(i);
     std::lock_guard g(s.m);
-    if (!s.waiters && s.subscribers.empty()) continue;
+    if (!s.waiters && s.subscribers.empty() && s.pinned_subscribers.empty()) continue;
     std::string what = "event";
-    if (s.op_gen.load(std::memory_order_acquire) == s.gen) {
+    if (s.pinned) {
+      what = fmt::format("barrier phase (rank {}'s barrier in slot {}: it triggers when its arrivals are in)", me_, i);
+    } else if (s.op_gen.load(std::memory_order_acquire) == s.gen) {
       const op_kind op = s.op.load(std::memory_order_relaxed);
       if (op == op_kind::user_event && !s.triggered)
         untriggered_user_events.push_back(event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen));
@@ -272,7 +274,7 @@ std::string event_table::pending_report() {
     for (event_waiter* w = s.waiters; w; w = w->next) {
       const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, w->gen);
       auto& entry = waited[e];
-      if (entry.first.empty()) entry.first = w->gen == s.gen ? what : "event";
+      if (entry.first.empty()) entry.first = w->gen == s.gen || s.pinned ? what : "event";
       entry.second.push_back(describe_waiter(*w));
     }
     if (!s.triggered && !s.subscribers.empty()) {
@@ -282,6 +284,13 @@ std::string event_table::pending_report() {
       std::string ranks;
       for (int r : s.subscribers) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
       entry.second.push_back("waiters on rank(s) " + ranks + " (subscribed)");
+    }
+    for (const auto& [rank, upto] : s.pinned_subscribers) {
+      // A rank waits for phases up to `upto`: the current one is what it waits on now.
+      const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen);
+      auto& entry = waited[e];
+      if (entry.first.empty()) entry.first = what;
+      entry.second.push_back(fmt::format("waiters on rank {} (subscribed to phases up to gen {})", rank, upto));
     }
   }
   for (auto& sh : shards_) {

@@ -296,6 +296,28 @@ TEST(HangReport, UserEventNobodyTriggersOnOneRank) {
   EXPECT_EQ(pending_after, "");
 }
 
+TEST(HangReport, BarrierMissingAnArrival) {
+  rill_test::stderr_capture err;
+  argv_holder args({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=2", "--rill:hang-report-s=0.2"});
+  rill::runtime rt(args.argc, args.argv());
+  std::string report;
+  rill::event phase;
+  const int rc = rt.run([&] {
+    rill::barrier b = rill::barrier::create(2);  // two arrivals expected, one comes
+    phase = b;
+    b.arrive(1);
+    rill::event waiting = rill::proc::here().spawn([b] { b.wait(); });
+    if (!wait_for_text(err, "end of rank 0's hang report")) return 1;
+    report = err.text();
+    b.arrive(1);  // the missing arrival
+    waiting.wait();
+    return 0;
+  });
+  ASSERT_EQ(rc, 0) << "no hang report appeared:\n" << err.text();
+  EXPECT_NE(report.find(name(phase) + " barrier phase"), std::string::npos) << report;
+  EXPECT_NE(report.find("a task suspended in event::wait()"), std::string::npos) << report;
+}
+
 TEST(HangReport, OffWhenZero) {
   argv_holder args({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=1", "--rill:hang-report-s=0"});
   rill::runtime rt(args.argc, args.argv());
