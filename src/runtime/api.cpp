@@ -12,8 +12,6 @@
 
 namespace rill::detail {
 
-extern thread_local int tls_sender;
-
 namespace {
 
 rank_state& sending_rank(int dest) {
@@ -73,7 +71,10 @@ void require_worker(const char* what) { (void)current_rank(what); }
 
 namespace rill {
 
-int am::sender() { return detail::tls_sender; }
+int am::sender() {
+  detail::worker* w = detail::current_worker();
+  return w ? w->current_fiber()->message_source : -1;
+}
 
 void am::flush() { detail::current_rank("rill::am::flush").agg().flush_all(); }
 

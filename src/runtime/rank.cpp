@@ -18,14 +18,13 @@ namespace {
 constexpr std::size_t poll_batch = 8;
 }  // namespace
 
-thread_local int tls_sender = -1;
-
 rank_state::rank_state(endpoint& ep, const rill::config& cfg)
     : ep_(ep),
       id_(ep.rank()),
       size_(ep.size()),
       agg_(id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); }),
       pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_poll_us),
+      received_(static_cast<std::size_t>(cfg.workers)),
       term_(*this),
       large_bytes_(cfg.large_bytes) {
   ep_.on_arrival([this] { pool_.notify(); });
@@ -52,34 +51,58 @@ void rank_state::transmit(int dest, buffer b) {
 }
 
 bool rank_state::progress(worker& w) {
+  // Messages a suspended handler left behind in its batch run first (see run_received).
+  bool did = run_received(w);
   std::vector<incoming> batch;
   ep_.poll(batch, poll_batch);
   if (!batch.empty()) {
     w.mark_active();
-    for (auto& in : batch) dispatch(in);
+    auto& queue = received_[static_cast<std::size_t>(w.index())];
+    for (auto& in : batch) {
+      queue.push_back(received_buffer{std::move(in), {}, 0});
+      received_buffer& rb = queue.back();
+      auto error = decode_buffer(std::span<const std::byte>(rb.in.bytes), rb.in.source, handler_count(),
+                                 [&](const decoded_message& m) { rb.messages.push_back(m); });
+      if (error) fatal("rank {} received a bad buffer: {}", id_, *error);
+    }
+    run_received(w);
+    did = true;
   }
   if (agg_.any_buffered()) agg_.flush_aged(aggregator::now_ns());
-  return !batch.empty();
+  return did;
 }
 
-void rank_state::dispatch(incoming& in) {
-  worker* w = current_worker();
-  auto error =
-      decode_buffer(std::span<const std::byte>(in.bytes), in.source, handler_count(), [&](const decoded_message& m) {
-        const int previous = tls_sender;
-        tls_sender = in.source;
-        try {
-          handler_at(m.id)(m.payload, m.bytes);
-        } catch (const rill::decode_error& e) {
-          fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", in.source, id_, m.id,
-                handler_name(m.id), e.what());
-        } catch (const std::exception& e) {
-          fatal("the handler of a message from rank {} to rank {} threw: {}", in.source, id_, e.what());
-        }
-        tls_sender = previous;
-        if (!m.control) worker_counters::bump(w->counters().messages_handled);
-      });
-  if (error) fatal("rank {} received a bad buffer: {}", id_, *error);
+bool rank_state::run_received(worker& w) {
+  // The queue is the worker's, not this fiber's: when a handler waits, the fiber that takes over
+  // the worker runs the rest of the batch, and the waiting one finds less (or nothing) left when
+  // it resumes. A handler decodes its arguments before it can wait, so a buffer may be freed once
+  // its last message has started.
+  auto& queue = received_[static_cast<std::size_t>(w.index())];
+  bool ran = false;
+  while (!queue.empty()) {
+    received_buffer& rb = queue.front();
+    if (rb.next == rb.messages.size()) {
+      queue.pop_front();
+      continue;
+    }
+    const decoded_message m = rb.messages[rb.next++];
+    const int source = rb.in.source;
+    ran = true;
+    fiber_rec* fiber = w.current_fiber();
+    const int previous = fiber->message_source;
+    fiber->message_source = source;
+    try {
+      handler_at(m.id)(m.payload, m.bytes);
+    } catch (const rill::decode_error& e) {
+      fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", source, id_, m.id, handler_name(m.id),
+            e.what());
+    } catch (const std::exception& e) {
+      fatal("the handler of a message from rank {} to rank {} threw: {}", source, id_, e.what());
+    }
+    fiber->message_source = previous;
+    if (!m.control) worker_counters::bump(w.counters().messages_handled);
+  }
+  return ran;
 }
 
 void rank_state::on_out_of_work(worker&) { agg_.flush_all(); }

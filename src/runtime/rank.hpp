@@ -7,8 +7,12 @@
 #include <cstdint>
 #include <memory>
 
+#include <deque>
+#include <vector>
 #include "events/event_table.hpp"
+
 #include "messages/aggregator.hpp"
+#include "messages/decoder.hpp"
 #include "rill/config.hpp"
 #include "rill/machine.hpp"
 #include "rill/runtime.hpp"
@@ -54,13 +58,21 @@ class rank_state final : public rank_services {
   void transmit(int dest, buffer b);
 
  private:
-  void dispatch(incoming& in);
+  // A received buffer whose messages are being run, in order, by one worker.
+  struct received_buffer {
+    incoming in;
+    std::vector<decoded_message> messages;
+    std::size_t next;
+  };
+  // Runs the handlers of the buffers this worker received; returns whether it ran any.
+  bool run_received(worker& w);
 
   endpoint& ep_;
   const int id_;
   const int size_;
   aggregator agg_;
   worker_pool pool_;
+  std::vector<std::deque<received_buffer>> received_;  // per worker (by index): buffers being run
   termination term_;
   const std::size_t large_bytes_;
   // Declared after the pool, so destroyed before it: callbacks still waiting are released first.

@@ -37,6 +37,9 @@ struct fiber_rec {
   void (*entry)(fiber_rec* self) = nullptr;  // what a new fiber runs; it must end in exit_fiber()
   void* owner = nullptr;                     // for the entry: the worker it belongs to
   fiber_rec* next = nullptr;                 // ready-queue link
+  // The rank whose message handler runs on this fiber (-1: none). Per fiber, not per thread: a
+  // handler that waits is resumed after other handlers ran on the same thread.
+  int message_source = -1;
 };
 
 // Describes the calling thread's own stack as a fiber record (the thread's original context).

@@ -201,6 +201,39 @@ TEST_P(messages, trivially_copyable_argument_as_large_as_the_stack_arrives_intac
     EXPECT_EQ(huge_received[static_cast<std::size_t>(r)].load(), static_cast<std::uint64_t>(rt.ranks()));
 }
 
+rill::latch* suspend_gate = nullptr;  // on rank 0
+per_rank sender_kept;
+
+TEST_P(messages, sender_is_still_right_after_a_handler_waited) {
+  reset(sender_kept);
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  const int n = rt.ranks();
+  rill::latch gate(n);
+  EXPECT_EQ(rt.run_spmd([&gate] {
+    // Only rank 0 starts the exchange, after it has published its gate.
+    if (rill::rank_me() != 0) return;
+    suspend_gate = &gate;
+    for (int r = 0; r < rill::rank_n(); ++r) {
+      rill::am::send(r, [] {
+        rill::am::send(
+            0,
+            [](int from) {
+              // Every handler but the last waits here while the others run on the same worker.
+              suspend_gate->count_down();
+              suspend_gate->wait();
+              if (rill::am::sender() == from) sender_kept[static_cast<std::size_t>(from)]++;
+            },
+            rill::rank_me());
+      });
+    }
+  }),
+            0);
+  if (my_mpi_rank() == 0) {
+    for (int r = 0; r < n; ++r) EXPECT_EQ(sender_kept[static_cast<std::size_t>(r)].load(), 1u) << "from rank " << r;
+  }
+}
+
 per_rank hops_seen;
 constexpr int chains = 50;
 constexpr int length = 40;
