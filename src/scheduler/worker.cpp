@@ -427,7 +427,9 @@ task_record* worker_pool::steal_for(int thief) {
 }
 
 bool worker_pool::has_work() const {
+#if !RILL_TSAN  // (under TSan notify() pairs with the announcement through an RMW instead)
   std::atomic_thread_fence(std::memory_order_seq_cst);  // after the sleeper's announcement
+#endif
   if (has_injected_.load(std::memory_order_seq_cst) || services_.has_input()) return true;
   for (const auto& w : workers_)
     if (w->has_local_work()) return true;

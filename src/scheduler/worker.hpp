@@ -143,8 +143,13 @@ class worker_pool {
   void notify() {
     // Pairs with the sleeper's seq_cst increment of sleepers_ and its check for work: either the
     // sleeper sees the work, or this sees the sleeper.
+#if RILL_TSAN
+    // ThreadSanitizer does not support fences; an RMW on sleepers_ orders the same way.
+    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) notify_all();
+#else
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
+#endif
   }
   void notify_all();
   void sleep(bool must_poll, int& backoff);
