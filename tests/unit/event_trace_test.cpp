@@ -4,13 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -54,16 +55,43 @@ struct dot_graph {
   std::map<std::pair<std::string, std::string>, std::string> edges;
 };
 
+bool is_word(const std::string& s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; });
+}
+
+// Reads "  a -> b [attrs];", "  a -> b;" or "  a [attrs];" into g; false when the line is none of
+// these. (No std::regex: its recursive matcher overflows a 64 KiB fiber stack under ASan.)
+bool read_statement(std::string line, dot_graph& g) {
+  const std::size_t first = line.find_first_not_of(" \t");
+  if (first == std::string::npos || !line.ends_with(";")) return false;
+  line = line.substr(first, line.size() - first - 1);
+  std::string attrs;
+  bool has_attrs = false;
+  if (const std::size_t open = line.find(" ["); open != std::string::npos) {
+    if (!line.ends_with("]")) return false;
+    attrs = line.substr(open + 2, line.size() - open - 3);
+    line.resize(open);
+    has_attrs = true;
+  }
+  if (const std::size_t arrow = line.find(" -> "); arrow != std::string::npos) {
+    const std::string from = line.substr(0, arrow), to = line.substr(arrow + 4);
+    if (!is_word(from) || !is_word(to)) return false;
+    g.edges[{from, to}] = attrs;
+    return true;
+  }
+  if (!has_attrs || !is_word(line)) return false;
+  g.nodes[line] = attrs;
+  return true;
+}
+
 dot_graph parse_dot(const std::string& text) {
   dot_graph g;
-  static const std::regex node_re(R"(^\s*(\w+) \[(.*)\];$)");
-  static const std::regex edge_re(R"(^\s*(\w+) -> (\w+)(?: \[(.*)\])?;$)");
   std::istringstream in(text);
   std::string line;
   int depth = 0;
   bool opened = false;
   while (std::getline(in, line)) {
-    std::smatch m;
     if (line.rfind("digraph ", 0) == 0 && line.ends_with("{")) {
       opened = true;
       ++depth;
@@ -71,21 +99,30 @@ dot_graph parse_dot(const std::string& text) {
       ++depth;
     } else if (line == "}" || line == "  }") {
       --depth;
-    } else if (std::regex_match(line, m, edge_re)) {
-      g.edges[{m[1], m[2]}] = m[3];
-    } else if (std::regex_match(line, m, node_re)) {
-      g.nodes[m[1]] = m[2];
+    } else {
+      read_statement(line, g);
     }
   }
   g.well_formed = opened && depth == 0;
   return g;
 }
 
+// The value of `key` in an attribute list ("a=b, c=\"d e\""), quotes kept; "" when absent.
 std::string attr(const std::string& attrs, const std::string& key) {
-  const std::regex re("(?:^|[ ,])" + key + R"(=("[^"]*"|\w+))");
-  std::smatch m;
-  if (!std::regex_search(attrs, m, re)) return "";
-  return m[1];
+  const std::string k = key + "=";
+  for (std::size_t at = attrs.find(k); at != std::string::npos; at = attrs.find(k, at + 1)) {
+    if (at != 0 && attrs[at - 1] != ' ' && attrs[at - 1] != ',') continue;
+    const std::size_t v = at + k.size();
+    if (v < attrs.size() && attrs[v] == '"') {
+      const std::size_t close = attrs.find('"', v + 1);
+      return close == std::string::npos ? "" : attrs.substr(v, close - v + 1);
+    }
+    std::size_t end = v;
+    while (end < attrs.size() && (std::isalnum(static_cast<unsigned char>(attrs[end])) != 0 || attrs[end] == '_'))
+      ++end;
+    if (end > v) return attrs.substr(v, end - v);
+  }
+  return "";
 }
 
 std::string temp_prefix() { return "/tmp/rill_graph_" + std::to_string(getpid()); }
