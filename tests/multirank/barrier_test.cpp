@@ -16,25 +16,6 @@ namespace {
 
 class barriers : public ::testing::TestWithParam<setup> {};
 
-template <class F>
-int run_checked(const setup& s, F fn) {
-  args a(s);
-  rill::runtime rt(a.argc, a.argv());
-  return rt.run([&]() -> int {
-    try {
-      fn();
-      return 0;
-    } catch (const rill::poisoned_error& e) {
-      ADD_FAILURE() << e.what();
-      return 1;
-    }
-  });
-}
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) throw std::logic_error(what + " on rank " + std::to_string(rill::rank_me()));
-}
-
 // A barrier of `expected` arrivals per phase, summing longs, created on (so owned by) `owner`.
 rill::barrier sum_barrier_owned_by(int owner, std::uint32_t expected) {
   rill::barrier out;

@@ -17,26 +17,6 @@ namespace {
 
 class events : public ::testing::TestWithParam<setup> {};
 
-// Runs fn as rank 0's top-level task; a poisoned wait becomes a test failure naming its cause.
-template <class F>
-int run_checked(const setup& s, F fn, std::vector<std::string> extra = {}) {
-  args a(s, std::move(extra));
-  rill::runtime rt(a.argc, a.argv());
-  return rt.run([&]() -> int {
-    try {
-      fn();
-      return 0;
-    } catch (const rill::poisoned_error& e) {
-      ADD_FAILURE() << e.what();
-      return 1;
-    }
-  });
-}
-
-void expect(bool ok, const char* what) {
-  if (!ok) throw std::logic_error(std::string(what) + " on rank " + std::to_string(rill::rank_me()));
-}
-
 // Creates `per_rank` user events on every rank (each owned by its creator) and returns them to
 // rank 0: event i is owned by rank i % ranks.
 std::vector<rill::user_event> events_owned_by_every_rank(int per_rank) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,27 @@ inline std::vector<std::string> flags_for(const setup& s, std::vector<std::strin
 struct args : test_argv {
   explicit args(const setup& s, std::vector<std::string> extra = {}) : test_argv(flags_for(s, std::move(extra))) {}
 };
+
+// Runs fn as rank 0's top-level task; a poisoned wait becomes a test failure naming its cause.
+template <class F>
+int run_checked(const setup& s, F fn, std::vector<std::string> extra = {}) {
+  args a(s, std::move(extra));
+  rill::runtime rt(a.argc, a.argv());
+  return rt.run([&]() -> int {
+    try {
+      fn();
+      return 0;
+    } catch (const rill::poisoned_error& e) {
+      ADD_FAILURE() << e.what();
+      return 1;
+    }
+  });
+}
+
+// A check inside a rank's task: throws (failing the run) with the rank in the message.
+inline void expect(bool ok, const std::string& what) {
+  if (!ok) throw std::logic_error(what + " on rank " + std::to_string(rill::rank_me()));
+}
 
 // Counters indexed by rank, visible to every rank of this process (all of them under local,
 // one under mpi). Tests check the slots of the ranks this process runs.

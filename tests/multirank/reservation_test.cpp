@@ -19,25 +19,6 @@ namespace {
 
 class reservations : public ::testing::TestWithParam<setup> {};
 
-template <class F>
-int run_checked(const setup& s, F fn) {
-  args a(s);
-  rill::runtime rt(a.argc, a.argv());
-  return rt.run([&]() -> int {
-    try {
-      fn();
-      return 0;
-    } catch (const rill::poisoned_error& e) {
-      ADD_FAILURE() << e.what();
-      return 1;
-    }
-  });
-}
-
-void expect(bool ok, const char* what) {
-  if (!ok) throw std::logic_error(std::string(what) + " on rank " + std::to_string(rill::rank_me()));
-}
-
 struct counter {
   std::uint64_t count;
   std::int32_t holder;  // rank + 1 of the task in the critical section, 0: none

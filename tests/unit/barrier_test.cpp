@@ -9,28 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "one_rank.hpp"
 #include "rill/rill.hpp"
 
 namespace {
 
-struct argv_holder {
-  explicit argv_holder(std::initializer_list<std::string> flags) : store{"barrier_test"} {
-    store.insert(store.end(), flags.begin(), flags.end());
-    for (auto& s : store) ptrs.push_back(s.data());
-    ptrs.push_back(nullptr);
-    argc = static_cast<int>(store.size());
-  }
-  std::vector<std::string> store;
-  std::vector<char*> ptrs;
-  int argc;
-};
-
-template <class F>
-int run_on_one_rank(int workers, F&& fn) {
-  argv_holder a({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=" + std::to_string(workers)});
-  rill::runtime rt(a.argc, a.ptrs.data());
-  return rt.run(std::forward<F>(fn));
-}
+using rill_test::run_on_one_rank;
 
 TEST(Barrier, HandleIsASmallValueAndAnEvent) {
   static_assert(std::is_trivially_copyable_v<rill::barrier>);

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "one_rank.hpp"
 #include "rill/rill.hpp"
 #include "scheduler/fiber.hpp"  // RILL_TSAN
-#include "test_argv.hpp"
 
 namespace {
 
@@ -25,18 +25,7 @@ constexpr int many_waiters = 20000;
 constexpr int reuse_events = 1000000;
 #endif
 
-struct argv_holder : rill_test::test_argv {
-  explicit argv_holder(std::initializer_list<std::string> flags)
-      : test_argv(rill_test::command_line("events_test", flags)) {}
-};
-
-// Runs fn as the top-level task of a one-rank runtime with `workers` workers.
-template <class F>
-int run_on_one_rank(int workers, F&& fn) {
-  argv_holder a({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=" + std::to_string(workers)});
-  rill::runtime rt(a.argc, a.ptrs.data());
-  return rt.run(std::forward<F>(fn));
-}
+using rill_test::run_on_one_rank;
 
 TEST(Event, HandlesAreSmallValues) {
   static_assert(std::is_trivially_copyable_v<rill::event>);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "one_rank.hpp"
 #include "rill/rill.hpp"
 #include "scheduler/fiber.hpp"  // RILL_TSAN
 
@@ -21,24 +22,7 @@ constexpr int chain_length = 50;
 constexpr int chain_length = 400;
 #endif
 
-struct argv_holder {
-  explicit argv_holder(std::initializer_list<std::string> flags) : store{"reservation_test"} {
-    store.insert(store.end(), flags.begin(), flags.end());
-    for (auto& s : store) ptrs.push_back(s.data());
-    ptrs.push_back(nullptr);
-    argc = static_cast<int>(store.size());
-  }
-  std::vector<std::string> store;
-  std::vector<char*> ptrs;
-  int argc;
-};
-
-template <class F>
-int run_on_one_rank(int workers, F&& fn) {
-  argv_holder a({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=" + std::to_string(workers)});
-  rill::runtime rt(a.argc, a.ptrs.data());
-  return rt.run(std::forward<F>(fn));
-}
+using rill_test::run_on_one_rank;
 
 struct counter {
   std::uint64_t count;
