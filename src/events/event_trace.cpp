@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -12,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "events/event_table.hpp"
 #include "rill/debug.hpp"
@@ -35,12 +35,6 @@ std::string event_name(event e) {
 }
 
 namespace {
-
-std::uint64_t steady_ns() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 std::string describe_waiter(const event_waiter& w) {
   switch (waiter_kind_of(w)) {
@@ -325,7 +319,7 @@ void event_table::check_hang() {
   if (!l.owns_lock()) return;
   const std::array<std::uint64_t, 3> sig{created_.load(std::memory_order_relaxed),
                                          untriggered_.load(std::memory_order_relaxed), trace_.progress()};
-  const std::uint64_t now = steady_ns();
+  const std::uint64_t now = steady_now_ns();
   if (!trace_.hang_due(sig, now)) return;
   const std::string body = pending_report();
   if (body.empty()) return;  // quiet, but nothing waits: not a hang

@@ -1,7 +1,6 @@
 #include "messages/aggregator.hpp"
 
-#include <chrono>
-
+#include "common/clock.hpp"
 #include "messages/wire_format.hpp"
 
 namespace rill::detail {
@@ -21,12 +20,6 @@ aggregator::aggregator(int self, int ranks, const rill::config& cfg, submit_fn s
       submit_(std::move(submit)),
       queues_(new queue[static_cast<std::size_t>(ranks)]),
       ranks_(ranks) {}
-
-std::uint64_t aggregator::now_ns() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
   if (bytes > large_) {
@@ -50,7 +43,7 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     if (q.buf.size() <= wire::buffer_header_bytes) {
       if (q.buf.capacity() < threshold_ + 64) q.buf.reserve(threshold_ + 64);
       wire::begin_buffer(q.buf, static_cast<std::uint32_t>(self_));
-      q.first_ns = now_ns();
+      q.first_ns = steady_now_ns();
       q.nonempty.store(true, std::memory_order_release);
     }
     return wire::append_message(q.buf, id, bytes);

@@ -51,8 +51,6 @@ class aggregator {
   void flush_aged(std::uint64_t now_ns);
   bool any_buffered() const;
 
-  static std::uint64_t now_ns();
-
  private:
   struct alignas(64) queue {
     spinlock lock;

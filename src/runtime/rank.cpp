@@ -4,6 +4,7 @@
 
 #include <span>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
@@ -53,7 +54,10 @@ void rank_state::transmit(int dest, buffer b) {
 bool rank_state::progress(worker& w) {
   // Messages a suspended handler left behind in its batch run first (see run_received).
   bool did = run_received(w);
-  std::vector<incoming> batch;
+  // Reused across polls (no allocation per arrival). Safe against a handler that waits: the batch
+  // is moved into the worker's queue before any handler runs.
+  thread_local std::vector<incoming> batch;
+  batch.clear();
   ep_.poll(batch, poll_batch);
   if (!batch.empty()) {
     w.mark_active();
@@ -68,7 +72,7 @@ bool rank_state::progress(worker& w) {
     run_received(w);
     did = true;
   }
-  if (agg_.any_buffered()) agg_.flush_aged(aggregator::now_ns());
+  if (agg_.any_buffered()) agg_.flush_aged(steady_now_ns());
   return did;
 }
 

@@ -8,6 +8,7 @@
 #include <semaphore>
 #include <string>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "rill/task.hpp"
 
@@ -17,16 +18,8 @@ namespace {
 
 thread_local worker* tls_worker = nullptr;
 
-// Scheduling iterations between network polls while local work keeps a worker busy.
-constexpr unsigned poll_every = 32;
 // Task records a worker allocates at once when its pool is empty.
 constexpr std::size_t task_slab_records = 256;
-
-std::uint64_t steady_now_ns() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -200,7 +193,7 @@ void worker::loop() {
     if (services.stopping()) return;
     // Fibers that keep waking each other must not keep the network waiting: poll every
     // poll_every-th resumption too, before a fiber is taken from the queue.
-    if (poll_due_ || (local_ready_head_ && ++ticks_ % poll_every == 0)) {
+    if (poll_due_ || (local_ready_head_ && poll_tick())) {
       poll_due_ = false;
       progress_and_release();
     }
@@ -223,7 +216,7 @@ void worker::loop() {
       mark_active();
       reset_idle();
       run_task(t);
-      if (++ticks_ % poll_every == 0) progress_and_release();
+      if (poll_tick()) progress_and_release();
       continue;
     }
     // Nothing local to do: whatever this rank buffered leaves now (a lone request must not wait
@@ -305,7 +298,7 @@ void worker::park(waiter& w) {
   // Every poll_every-th park goes through the scheduling loop (which polls the network) instead of
   // straight to the next ready fiber, as yield() does.
   fiber_rec* next = nullptr;
-  if (++ticks_ % poll_every != 0)
+  if (!poll_tick())
     next = take_ready();
   else
     poll_due_ = true;
@@ -320,7 +313,7 @@ void worker::park(waiter& w) {
 void worker::yield() {
   // Fibers that poll something with yield() could otherwise hand the worker back and forth
   // forever without the network being polled: every poll_every-th yield goes through the loop.
-  fiber_rec* next = ++ticks_ % poll_every != 0 ? take_ready() : nullptr;
+  fiber_rec* next = !poll_tick() ? take_ready() : nullptr;
   if (next) {  // another fiber is ready: switch to it directly
     fiber_rec* self = current_;
     push_local(self);

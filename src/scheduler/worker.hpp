@@ -86,6 +86,10 @@ class worker {
   void reset_idle();
   bool progress_and_release();
   void mark_idle();
+  // True on every poll_every-th scheduling step (task run, fiber resumed, yield or park): then the
+  // network is polled, whatever the local work.
+  static constexpr unsigned poll_every = 32;
+  bool poll_tick() { return ++ticks_ % poll_every == 0; }
 
   worker_pool& pool_;
   const int index_;

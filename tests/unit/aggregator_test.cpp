@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/clock.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -310,11 +312,11 @@ TEST(Aggregator, FlushAgedSendsOnlyOldBuffers) {
   constexpr std::uint64_t age_us = 3'600'000'000ull;  // one hour: no real delay can make a buffer this old
   recorder rec;
   aggregator agg(0, 3, make_cfg(4096, 16384, age_us), rec.fn());
-  agg.flush_aged(aggregator::now_ns() + age_us * 2000);  // nothing buffered: nothing sent
+  agg.flush_aged(rill::detail::steady_now_ns() + age_us * 2000);  // nothing buffered: nothing sent
   EXPECT_EQ(rec.size(), 0u);
 
   send(agg, 2, 1, payload_for(5, 16));
-  const std::uint64_t after = aggregator::now_ns();
+  const std::uint64_t after = rill::detail::steady_now_ns();
   agg.flush_aged(after);  // the buffer is younger than the threshold
   EXPECT_EQ(rec.size(), 0u);
   agg.flush_aged(after + age_us * 1000);  // certainly old enough
@@ -333,7 +335,7 @@ TEST(Aggregator, FlushAgedWithNowTakenBeforeTheBufferStartedDoesNotSend) {
   // flush_aged with its (slightly older) reading: that buffer has age zero, not 2^64 - epsilon.
   recorder rec;
   aggregator agg(0, 2, make_cfg(4096, 16384, 200), rec.fn());
-  const std::uint64_t before = aggregator::now_ns();
+  const std::uint64_t before = rill::detail::steady_now_ns();
   send(agg, 1, 1, payload_for(1, 16));
   agg.flush_aged(before);
   EXPECT_EQ(rec.size(), 0u) << "flush_aged(now) sent a buffer that started after now";
@@ -343,7 +345,7 @@ TEST(Aggregator, ZeroAgeThresholdFlushesAnyBufferedData) {
   recorder rec;
   aggregator agg(0, 2, make_cfg(4096, 16384, 0), rec.fn());
   send(agg, 0, 1, payload_for(1, 16));
-  agg.flush_aged(aggregator::now_ns());
+  agg.flush_aged(rill::detail::steady_now_ns());
   EXPECT_EQ(rec.size(), 1u);
 }
 
