@@ -32,9 +32,9 @@ std::vector<setup> trace_setups() {
 
 class event_trace : public ::testing::TestWithParam<setup> {};
 
-stderr_capture* captured = nullptr;  // this process's stderr while a test runs
-std::atomic<int> reports_seen{0};    // on rank 0: ranks whose watcher found their report
-rill::event owned_here[max_ranks];   // rank r's user event, as its watcher saw it
+stderr_capture* captured = nullptr;   // this process's stderr while a test runs
+rill::latch* all_reported = nullptr;  // on rank 0: opens once every rank's watcher found its report
+rill::event owned_here[max_ranks];    // rank r's user event, as its watcher saw it
 
 std::string name(rill::event e) {
   return "(rank " + std::to_string(e.owner()) + ", slot " + std::to_string(e.slot()) + ", gen " +
@@ -45,16 +45,6 @@ void expect_in(const std::string& text, const std::string& what) {
   if (text.find(what) == std::string::npos)
     throw std::logic_error("rank " + std::to_string(rill::rank_me()) + "'s hang report lacks \"" + what + "\":\n" +
                            text);
-}
-
-// Sleeps until `marker` is in the captured stderr (the worker blocks; the other one idles).
-bool wait_for_text(const std::string& marker) {
-  const auto give_up = std::chrono::steady_clock::now() + 120s;
-  while (captured->text().find(marker) == std::string::npos) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 // Rank r: waits for `next` (rank r+1's), then triggers its own event — rank 0 leaves that to its
@@ -69,8 +59,8 @@ void watch(rill::user_event mine, rill::event next) {
   const int n = rill::rank_n();
   owned_here[me] = mine;
   const std::string end = "rill: end of rank " + std::to_string(me) + "'s hang report";
-  const bool found = wait_for_text(end);
-  rill::am::send(0, [] { reports_seen.fetch_add(1); });
+  const bool found = captured->wait_for(end);
+  rill::am::send(0, [] { all_reported->count_down(); });
   if (!found) throw std::logic_error("no hang report on rank " + std::to_string(me));
   const std::string report = section(captured->text(), "rill: hang report: rank " + std::to_string(me) + " ", end);
   expect_in(report, "a task suspended in event::wait()");
@@ -83,11 +73,7 @@ void watch(rill::user_event mine, rill::event next) {
   }
   expect_in(report, "only the program can trigger: " + name(mine));
   if (me != 0) return;
-  const auto give_up = std::chrono::steady_clock::now() + 120s;
-  while (reports_seen.load() < n) {
-    if (std::chrono::steady_clock::now() > give_up) throw std::logic_error("not every rank reported");
-    std::this_thread::sleep_for(10ms);
-  }
+  all_reported->wait();
   mine.trigger();  // every rank has reported: break the cycle
 }
 
@@ -103,7 +89,6 @@ std::string graph_prefix() {
 TEST_P(event_trace, a_deadlock_round_the_ranks_is_reported_by_every_rank_then_resolved) {
   stderr_capture err;
   captured = &err;
-  reports_seen = 0;
   const std::string graph = graph_prefix() + ".dot";
   args a(GetParam(), {"--rill:hang-report-s=0.2", "--rill:event-graph=" + graph});
   std::vector<rill::user_event> events(max_ranks);
@@ -111,6 +96,8 @@ TEST_P(event_trace, a_deadlock_round_the_ranks_is_reported_by_every_rank_then_re
   {
     rill::runtime rt(a.argc, a.argv());
     ranks = rt.ranks();
+    rill::latch reported(ranks);
+    all_reported = &reported;
     const int code = rt.run([&]() -> int {
       const int n = rill::rank_n();
       // One user event per rank, owned by that rank.

@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace rill_test {
 
@@ -33,6 +35,17 @@ class stderr_capture {
   }
   stderr_capture(const stderr_capture&) = delete;
   stderr_capture& operator=(const stderr_capture&) = delete;
+
+  // Sleeps, blocking the calling thread, until `marker` has been written. Nothing signals a write to
+  // the file, so it polls; false after `limit`, which only guards against a test that never ends.
+  bool wait_for(const std::string& marker, std::chrono::seconds limit = std::chrono::seconds(120)) const {
+    const auto give_up = std::chrono::steady_clock::now() + limit;
+    while (text().find(marker) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
 
   // Everything written to stderr so far.
   std::string text() const {

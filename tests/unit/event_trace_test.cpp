@@ -279,17 +279,6 @@ TEST(EventGraph, WriteEventGraphNeedsRecording) {
 
 // ---- the hang report ----------------------------------------------------------------------------
 
-// Sleeps (blocking this worker, so that another one goes idle) until `marker` appears in the
-// captured stderr; false after a generous bound, which only guards against a test that never ends.
-bool wait_for_text(const rill_test::stderr_capture& err, const std::string& marker) {
-  const auto give_up = std::chrono::steady_clock::now() + 120s;
-  while (err.text().find(marker) == std::string::npos) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -310,7 +299,7 @@ TEST(HangReport, UserEventNobodyTriggersOnOneRank) {
     u_seen = u;
     v_seen = v;
     task_seen = task;
-    if (!wait_for_text(err, "end of rank 0's hang report")) return 1;
+    if (!err.wait_for("end of rank 0's hang report")) return 1;
     pending_before = rill::debug::pending_events();
     std::this_thread::sleep_for(600ms);  // three more quiet periods: still one report
     report = err.text();
@@ -344,7 +333,7 @@ TEST(HangReport, BarrierMissingAnArrival) {
     phase = b;
     b.arrive(1);
     rill::event waiting = rill::proc::here().spawn([b] { b.wait(); });
-    if (!wait_for_text(err, "end of rank 0's hang report")) return 1;
+    if (!err.wait_for("end of rank 0's hang report")) return 1;
     report = err.text();
     b.arrive(1);  // the missing arrival
     waiting.wait();
@@ -385,12 +374,14 @@ TEST(HangReport, CycleBetweenTwoRanks) {
       theirs.trigger();
     });
     rill::event watcher = rill::proc(0).spawn([&err, &report, mine] {
-      if (!wait_for_text(err, "end of rank 0's hang report") || !wait_for_text(err, "end of rank 1's hang report"))
+      if (!err.wait_for("end of rank 0's hang report") || !err.wait_for("end of rank 1's hang report"))
         throw std::runtime_error("no hang report");
       report = err.text();
       resolved = true;
       mine.trigger();  // break the cycle
     });
+    // Blocks this worker's thread on purpose (not a fiber wait): the watcher, which blocks its own
+    // thread, must run on the rank's other worker, or this fiber could not resume to subscribe.
     while (!published) std::this_thread::sleep_for(1ms);
     e1 = on_rank1;
     rill::event(on_rank1).wait();  // rank 1's event: rank 1 triggers it after its own wait
