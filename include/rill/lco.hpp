@@ -198,7 +198,8 @@ using and_gate = lco<lco_kinds::gate>;
 
 // A counting semaphore on its home rank: acquire() from any rank returns an event that triggers
 // when a unit is granted to the caller (first come, first served at the home); release() returns
-// units. Both take a precondition, like every deferred operation.
+// units. Both take a precondition, like every deferred operation. A remote release() is one-way;
+// destroy() after one must first take the units back with acquire() so that it cannot overtake it.
 class semaphore {
  public:
   semaphore() = default;

@@ -111,6 +111,11 @@ TEST_P(lcos, a_semaphore_never_grants_more_units_than_it_has) {
                             poisoned = true;
                           }
                           expect(poisoned, "a grant behind a poisoned precondition was not poisoned");
+                          // release() is one-way: a holder's task can end before its release
+                          // reaches the home. Taking both units back proves every release arrived,
+                          // so destroy() cannot overtake one.
+                          sem.acquire().wait();
+                          sem.acquire().wait();
                           sem.destroy();
                         }),
             0);
