@@ -2,8 +2,11 @@
 //
 //   uts -t 1 -a 3 -d 10 -b 4 -r 19                    the reference's flags (here T1); sequential
 //   uts <tree flags> --impl rill --rill:workers=2       one traversal with Rill (or tbb, openmp, seq,
-//                                                       rill-latch: Rill without rill::finish)
+//                                                       rill-latch: Rill without rill::finish,
+//                                                       rill-dist: async_any on every rank, stealing)
 //   uts <tree flags> --bench --name T1 [--quick]        bench/run's mode: one JSON line
+//   uts <tree flags> --bench-ranks --name T1 [--quick]  2 ranks x 1 worker against 1 rank x 2 workers
+//                                                       (bench/uts_across_ranks.cpp): one JSON line
 //
 // Prints the reference's statistics (tree size, depth, leaves) and nodes/s. In --bench mode the
 // tree is traversed sequentially once, then by Rill, TBB and OpenMP tasks with the same number of
@@ -23,6 +26,7 @@
 #include "rill/rill.hpp"
 #include "uts/traverse.hpp"
 #include "uts/tree.hpp"
+#include "uts_across_ranks.hpp"
 
 namespace {
 
@@ -85,10 +89,13 @@ int main(int argc, char** argv) {
   bool quick = false;
   int reps = 5;
   std::string name = "tree";
-  app.add_option("--impl", impl, "traversal: seq, rill, rill-latch, tbb, openmp")
-      ->check(CLI::IsMember({"seq", "rill", "rill-latch", "tbb", "openmp"}))
+  bool bench_ranks = false;
+  app.add_option("--impl", impl, "traversal: seq, rill, rill-latch, rill-dist, tbb, openmp")
+      ->check(CLI::IsMember({"seq", "rill", "rill-latch", "rill-dist", "tbb", "openmp"}))
       ->capture_default_str();
   app.add_flag("--bench", bench_mode, "measure every traversal and print one JSON line (bench/run G1)");
+  app.add_flag("--bench-ranks", bench_ranks,
+               "measure 2 ranks x 1 worker (async_any, --rill:steal) against 1 rank x 2 workers; one JSON line");
   app.add_option("--reps", reps, "--bench: repetitions of each parallel traversal")->capture_default_str();
   app.add_flag("--quick", quick, "--bench: at most 3 repetitions");
   app.add_option("--name", name, "--bench: the tree's name in the JSON line's case")->capture_default_str();
@@ -99,6 +106,11 @@ int main(int argc, char** argv) {
   const int workers = rt.options().workers;
   const uts::sample* published = published_match(p);
 
+  if (bench_ranks) {
+    const uts::counts seq = uts::traverse_sequential(tree);
+    const char* policies[] = {"off", "random", "hierarchical"};
+    return bench_across_ranks(tree, seq, name, p.describe(), policies[static_cast<int>(rt.options().steal)], reps);
+  }
   if (!bench_mode) {
     std::printf("UTS - Unbalanced Tree Search (Rill bench/uts)\n");
     std::printf("Tree: %s%s\n", p.describe().c_str(),
@@ -119,12 +131,19 @@ int main(int argc, char** argv) {
       std::printf("Implementation: OpenMP tasks, %d threads\n", workers);
       r = time_one([&] { return uts::traverse_openmp(tree, workers); });
     } else {
-      const bool latch = impl == "rill-latch";
-      std::printf("Implementation: Rill (%s), %d rank%s, %d worker%s per rank\n",
-                  latch || !uts::rill_has_finish() ? "spawn and a latch" : "finish and async", rt.ranks(),
+      const char* how = impl == "rill-latch"  ? "spawn and a latch"
+                        : impl == "rill-dist" ? "async_any on every rank, stealing"
+                                              : "finish and async";
+      std::printf("Implementation: Rill (%s), %d rank%s, %d worker%s per rank\n", how, rt.ranks(),
                   rt.ranks() == 1 ? "" : "s", workers, workers == 1 ? "" : "s");
-      rc = rt.run(
-          [&] { r = time_one([&] { return latch ? uts::traverse_rill_latch(tree) : uts::traverse_rill(tree); }); });
+      uts::prepare_distributed(tree, rt.ranks());
+      rc = rt.run([&] {
+        r = time_one([&] {
+          if (impl == "rill-latch") return uts::traverse_rill_latch(tree);
+          if (impl == "rill-dist") return uts::traverse_rill_distributed();
+          return uts::traverse_rill(tree);
+        });
+      });
     }
     std::fflush(stdout);
     print_stats(r.c, r.seconds);
@@ -181,7 +200,7 @@ int main(int argc, char** argv) {
   all.push_back({"rill", true, [&] { return uts::traverse_rill(tree); }, {}});
   all.push_back({"tbb", false, [&] { return uts::traverse_tbb(tree, workers); }, {}});
   if (uts::has_openmp()) all.push_back({"openmp", false, [&] { return uts::traverse_openmp(tree, workers); }, {}});
-  if (uts::rill_has_finish()) all.push_back({"rill-latch", true, [&] { return uts::traverse_rill_latch(tree); }, {}});
+  all.push_back({"rill-latch", true, [&] { return uts::traverse_rill_latch(tree); }, {}});
   const auto n = static_cast<int>(all.size());
   rt.run([&] {
     for (contender& c : all) {  // warm-up: task records, fiber stacks, deques, thread pools
@@ -233,7 +252,7 @@ int main(int argc, char** argv) {
                {"depth", seq.c.depth},
                {"leaves", seq.c.leaves},
                {"published_nodes", published ? nlohmann::json(published->expected.nodes) : nlohmann::json()},
-               {"rill_join", uts::rill_has_finish() ? "finish/async" : "spawn + latch"},
+               {"rill_join", "finish/async"},
                {"sequential_nodes_per_s", static_cast<double>(seq.c.nodes) / seq.seconds},
                {"errors", errors}};
   const double rill_median = bench::summarize(rill_rates).median;

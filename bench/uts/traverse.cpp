@@ -9,16 +9,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <vector>
 
-#include "rill/rill.hpp"
-
-// rill::finish and rill::async (include/rill/finish.hpp) where this tree has them.
-#if __has_include("rill/finish.hpp")
+#include "rill/async_any.hpp"
 #include "rill/finish.hpp"
-#define RILL_UTS_HAVE_FINISH 1
-#else
-#define RILL_UTS_HAVE_FINISH 0
-#endif
+#include "rill/future.hpp"
+#include "rill/rill.hpp"
 
 namespace uts {
 
@@ -91,7 +89,6 @@ void rill_latch_task(rill_latch_walk* w, const node& n) {
   if (w->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) w->done.count_down();
 }
 
-#if RILL_UTS_HAVE_FINISH
 // Rill with finish/async: the finish scope knows when every task has ended.
 struct rill_finish_walk {
   const tree* t;
@@ -108,7 +105,22 @@ void rill_finish_task(rill_finish_walk* w, const node& n) {
   };
   walk(*w->t, n, w->stats->local(), spawner{w});
 }
-#endif
+
+// Across ranks a task carries only its node: the tree and the statistics are found per process
+// (in the local transport's one process, statistics[r] is rank r's).
+struct distributed_walk {
+  const tree* t = nullptr;
+  std::vector<std::unique_ptr<thread_counts>> statistics;
+};
+distributed_walk distributed;
+
+void rill_distributed_task(node n) {
+  struct spawner {
+    void expect(int) {}
+    void operator()(const node& c) const { rill::async_any(rill_distributed_task, c); }
+  };
+  walk(*distributed.t, n, distributed.statistics[static_cast<std::size_t>(rill::rank_me())]->local(), spawner{});
+}
 
 }  // namespace
 
@@ -161,8 +173,6 @@ counts traverse_openmp([[maybe_unused]] const tree& t, [[maybe_unused]] int thre
   return stats.total();
 }
 
-bool rill_has_finish() { return RILL_UTS_HAVE_FINISH != 0; }
-
 counts traverse_rill_latch(const tree& t) {
   thread_counts stats;
   rill_latch_walk w{&t, &stats};
@@ -172,14 +182,44 @@ counts traverse_rill_latch(const tree& t) {
 }
 
 counts traverse_rill(const tree& t) {
-#if RILL_UTS_HAVE_FINISH
   thread_counts stats;
   rill_finish_walk w{&t, &stats};
   rill::finish([&] { rill_finish_task(&w, t.root()); });
   return stats.total();
-#else
-  return traverse_rill_latch(t);
-#endif
+}
+
+void prepare_distributed(const tree& t, int ranks) {
+  distributed.t = &t;
+  distributed.statistics.clear();
+  for (int r = 0; r < ranks; ++r) distributed.statistics.push_back(std::make_unique<thread_counts>());
+}
+
+counts traverse_rill_distributed() {
+  const int ranks = rill::rank_n();
+  if (!distributed.t || distributed.statistics.size() != static_cast<std::size_t>(ranks))
+    throw std::logic_error("uts: prepare_distributed was not called for this many ranks");
+  // Fresh statistics on every rank (each rank replaces only its own slot).
+  std::vector<rill::future<int>> reset;
+  for (int r = 0; r < ranks; ++r)
+    reset.push_back(rill::rpc(r, [] {
+      distributed.statistics[static_cast<std::size_t>(rill::rank_me())] = std::make_unique<thread_counts>();
+      return 0;
+    }));
+  for (auto& f : reset) f.wait();
+  const node root = distributed.t->root();
+  rill::finish([&] { rill::async_any(rill_distributed_task, root); });
+  std::vector<rill::future<counts>> parts;
+  for (int r = 0; r < ranks; ++r)
+    parts.push_back(
+        rill::rpc(r, [] { return distributed.statistics[static_cast<std::size_t>(rill::rank_me())]->total(); }));
+  counts sum;
+  for (auto& f : parts) {
+    const counts c = f.get();
+    sum.nodes += c.nodes;
+    sum.leaves += c.leaves;
+    sum.depth = std::max(sum.depth, c.depth);
+  }
+  return sum;
 }
 
 }  // namespace uts

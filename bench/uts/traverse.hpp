@@ -61,10 +61,16 @@ bool has_openmp();
 counts traverse_openmp(const tree& t, int threads);
 
 // Rill tasks on the calling rank's workers; call from a Rill task (inside runtime::run).
-// traverse_rill waits with rill::finish where the runtime has it (rill_has_finish()), else as
-// traverse_rill_latch does: spawn, a pending count of tasks and a rill::latch.
-bool rill_has_finish();
+// traverse_rill waits with rill::finish; traverse_rill_latch with spawn, a pending count of tasks
+// and a rill::latch (what finish costs is the difference).
 counts traverse_rill(const tree& t);
 counts traverse_rill_latch(const tree& t);
+
+// Rill across ranks: every child is an async_any task, which idle ranks steal (the root's rank
+// holds all the work at first). Every process calls prepare_distributed with its copy of the tree
+// (built from the same flags) before its runtime runs; traverse_rill_distributed then runs on one
+// rank, inside runtime::run, and returns the statistics summed over every rank.
+void prepare_distributed(const tree& t, int ranks);
+counts traverse_rill_distributed();
 
 }  // namespace uts

@@ -4,9 +4,9 @@
 //     rill::async_any(visit, root);    // queued here; an idle rank may steal it
 //   });
 //
-// async_any(fn, args...) queues fn(args...) on the calling rank. The rank's own workers run such
-// tasks newest first (depth first, like their own deques); an idle rank asks a victim for some
-// and gets the oldest ones (the biggest pieces of a divide-and-conquer computation). A stolen
+// async_any(fn, args...) queues fn(args...) on the calling worker's deque, like spawn. The rank's
+// own workers run it as any other task (newest first: depth first); an idle rank asks a victim
+// for some and gets the oldest ones (the biggest pieces of a divide-and-conquer computation). A stolen
 // task runs on the thief as if it had been sent there with async_at: in the caller's finish scope,
 // which covers stolen tasks and everything they start.
 //
@@ -29,33 +29,33 @@ namespace rill {
 
 namespace detail {
 
-// A queued async_any task: run here, or ship to a thief.
-struct stealable_task {
-  virtual ~stealable_task() = default;
-  // Runs the task on the calling fiber as a task of its scope.
-  virtual void run_here() = 0;
-  // Sends it to `dest` as a task of the ticket's scope.
-  virtual void ship(int dest, const finish_ticket& ticket) = 0;
-  finish_proxy* scope = nullptr;
-};
-
-// Queues t on the calling rank (which owns it from now on).
-void stealable_push(stealable_task* t);
-
+// The callable and arguments of an async_any task.
 template <class Fn, class... Args>
-struct stealable_impl final : stealable_task {
-  template <class F, class... A>
-  explicit stealable_impl(F&& f, A&&... a) : fn(std::forward<F>(f)), args(std::forward<A>(a)...) {}
-  void run_here() override {
-    auto call = [this] { std::apply(fn, std::move(args)); };
-    run_in_finish(scope, call);
-  }
-  void ship(int dest, const finish_ticket& ticket) override {
-    std::apply([&](Args&... a) { ship_task(dest, ticket, fn, std::move(a)...); }, args);
-  }
+struct stealable_call {
   Fn fn;
   std::tuple<Args...> args;
+  void operator()() { std::apply(fn, std::move(args)); }
 };
+
+// The record policy of async_any tasks: run here in the task's scope, or ship to a thief (counted
+// in the scope as a send until the thief acknowledges it, and then out as a local task).
+struct run_stealable {
+  static constexpr bool ships = true;
+  template <class Call>
+  static void run(task_record* r, Call& c) {
+    run_in_finish(static_cast<finish_proxy*>(r->scope), c);
+  }
+  template <class Call>
+  static void ship(task_record* r, Call& c, int dest) {
+    auto* scope = static_cast<finish_proxy*>(r->scope);
+    std::apply([&](auto&... a) { ship_task(dest, finish_ship_from(scope), c.fn, std::move(a)...); }, c.args);
+    if (scope) finish_task_ended(scope, nullptr);
+  }
+};
+
+// Tells other ranks, the first time since a thief last found nothing here, that this rank holds
+// tasks to steal.
+void stealable_queued();
 
 }  // namespace detail
 
@@ -70,15 +70,17 @@ void async_any(F&& fn, Args&&... args) {
   static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
                 "rill::async_any: the callable cannot be called with these arguments");
   detail::require_worker("rill::async_any");
-  auto* t = new detail::stealable_impl<Fn, std::decay_t<Args>...>(std::forward<F>(fn), std::forward<Args>(args)...);
-  t->scope = detail::current_finish();
-  if (t->scope) detail::finish_count(t->scope);
-  detail::stealable_push(t);
+  detail::finish_proxy* scope = detail::current_finish();
+  if (scope) detail::finish_count(scope);
+  detail::task_record* t = detail::make_task<detail::run_stealable>(detail::stealable_call<Fn, std::decay_t<Args>...>{
+      std::forward<F>(fn), std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)});
+  t->scope = scope;
+  detail::task_submit(t);
+  detail::stealable_queued();
 }
 
 // Counters of the calling rank's distributed work stealing.
 struct steal_counts {
-  std::uint64_t queued = 0;          // async_any tasks queued here
   std::uint64_t requests_sent = 0;   // steal requests this rank sent as a thief
   std::uint64_t requests_empty = 0;  // ... that came back with nothing
   std::uint64_t tasks_stolen = 0;    // tasks victims sent this rank

@@ -41,10 +41,8 @@ void ship_task(int rank, const finish_ticket& ticket, Fn fn, Args&&... args) {
       rank,
       [](finish_ticket t, S s, std::decay_t<Args>... a) {
         finish_proxy* p = finish_adopt(t);
-        task_submit(make_task([p, f = s.unpack(), tup = std::make_tuple(std::move(a)...)]() mutable {
-          auto call = [&] { std::apply(f, std::move(tup)); };
-          run_in_finish(p, call);
-        }));
+        task_submit(make_scoped_task(
+            p, [f = s.unpack(), tup = std::make_tuple(std::move(a)...)]() mutable { std::apply(f, std::move(tup)); }));
       },
       ticket, S::pack(fn), std::forward<Args>(args)...);
 }

@@ -90,18 +90,18 @@ template <class F, class P>
 void run_after(event pre, F&& fn, P&& on_poison) {
   finish_proxy* scope = current_finish();
   if (scope) finish_count(scope);
-  auto task = [scope, f = std::forward<F>(fn)]() mutable { run_in_finish(scope, f); };
-  when_triggered(pre, [scope, t = std::move(task), bad = std::forward<P>(on_poison)](const poison_ptr& cause) mutable {
-    if (!cause) {
-      task_submit(make_task(std::move(t)));
-      return;
-    }
-    std::exception_ptr error = bad(cause);
-    if (scope)
-      finish_task_ended(scope, std::move(error));
-    else if (error)
-      report_dropped_task(cause);
-  });
+  when_triggered(pre,
+                 [scope, t = std::forward<F>(fn), bad = std::forward<P>(on_poison)](const poison_ptr& cause) mutable {
+                   if (!cause) {
+                     task_submit(make_scoped_task(scope, std::move(t)));
+                     return;
+                   }
+                   std::exception_ptr error = bad(cause);
+                   if (scope)
+                     finish_task_ended(scope, std::move(error));
+                   else if (error)
+                     report_dropped_task(cause);
+                 });
 }
 
 }  // namespace detail

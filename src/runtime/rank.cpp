@@ -8,6 +8,7 @@
 #include "common/log.hpp"
 #include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
+#include "rill/detail/finish_hooks.hpp"
 #include "rill/error.hpp"
 #include "rill/serialization.hpp"
 
@@ -114,7 +115,14 @@ bool rank_state::run_received(worker& w) {
   return ran;
 }
 
-void rank_state::on_out_of_work(worker&) { agg_.flush_all(); }
+void rank_state::on_out_of_work(worker&) {
+  agg_.flush_all();
+  stealing_.on_out_of_work();
+}
+
+void rank_state::release_credit(void* scope, std::int64_t units) {
+  finish_release(static_cast<finish_proxy*>(scope), units);
+}
 
 void rank_state::on_idle(worker&) {
   term_.on_idle();

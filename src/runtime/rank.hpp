@@ -55,6 +55,7 @@ class rank_state final : public rank_services {
   // rank_services
   bool progress(worker& w) override;
   void on_out_of_work(worker& w) override;
+  void release_credit(void* scope, std::int64_t units) override;
   void on_idle(worker& w) override;
   bool must_poll() const override { return ep_.needs_polling() || agg_.any_buffered(); }
   bool has_input() const override { return ep_.has_input(); }

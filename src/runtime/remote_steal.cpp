@@ -23,26 +23,13 @@ remote_steal::remote_steal(rank_state& rank, const rill::config& cfg)
       backoff_ns_(first_backoff_ns),
       rng_(0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(rank.id() + 1)) {}
 
-remote_steal::~remote_steal() {
-  // Only a rank stopped by a fatal error leaves tasks behind.
-  for (stealable_task* t : queue_) delete t;
-}
+remote_steal::~remote_steal() = default;
 
-void remote_steal::push(stealable_task* t) {
-  bool announce = false;
-  {
-    std::lock_guard g(lock_);
-    queue_.push_back(t);
-    announce = !announced_ && policy_ != steal_policy::off && rank_.size() > 1;
-    if (announce) announced_ = true;
-  }
-  queued_.fetch_add(1, std::memory_order_relaxed);
-  task_submit(make_task([this] { run_one(); }));
-  if (announce) {
-    for (int r = 0; r < rank_.size(); ++r)
-      if (r != rank_.id())
-        control_send(rank_, r, [] { current_rank("steal announcement").stealing().on_work_announced(); });
-  }
+void remote_steal::announce() {
+  if (policy_ == steal_policy::off || rank_.size() == 1 || announced_.exchange(true, std::memory_order_relaxed)) return;
+  for (int r = 0; r < rank_.size(); ++r)
+    if (r != rank_.id())
+      control_send(rank_, r, [] { current_rank("steal announcement").stealing().on_work_announced(); });
 }
 
 void remote_steal::on_work_announced() {
@@ -50,17 +37,12 @@ void remote_steal::on_work_announced() {
   armed_.store(true, std::memory_order_release);
 }
 
-void remote_steal::run_one() {
-  stealable_task* t = nullptr;
-  {
-    std::lock_guard g(lock_);
-    if (queue_.empty()) return;  // a thief took it
-    t = queue_.back();
-    queue_.pop_back();
-    if (queue_.empty()) announced_ = false;
-  }
-  std::unique_ptr<stealable_task> own(t);
-  own->run_here();
+void remote_steal::on_out_of_work() {
+  if (!announced_.load(std::memory_order_relaxed)) return;
+  worker_pool& pool = rank_.pool();
+  for (int i = 0; i < pool.size(); ++i)
+    if (pool.at(i).queued() > 0) return;
+  announced_.store(false, std::memory_order_relaxed);
 }
 
 int remote_steal::pick_victim() {
@@ -92,26 +74,34 @@ void remote_steal::on_idle() {
 }
 
 void remote_steal::on_request(int thief) {
-  std::vector<stealable_task*> given;
-  {
-    std::lock_guard g(lock_);
-    const std::size_t n = std::min<std::size_t>(batch_, (queue_.size() + 1) / 2);
-    for (std::size_t i = 0; i < n; ++i) {
-      given.push_back(queue_.front());
-      queue_.pop_front();
+  worker* here = current_worker();
+  worker_pool& pool = rank_.pool();
+  std::int64_t queued = 0;
+  for (int i = 0; i < pool.size(); ++i) queued += pool.at(i).queued();
+  // At most half of what is queued, from the oldest ends of the deques. Taking a record that may
+  // not move (a local task) moves it to this worker's deque; a bounded number of them per request.
+  const std::uint32_t want = static_cast<std::uint32_t>(std::min<std::int64_t>(batch_, (queued + 1) / 2));
+  std::uint32_t given = 0;
+  std::int64_t looked = 0;
+  for (int i = 0; i < pool.size() && given < want && looked < 2 * static_cast<std::int64_t>(batch_); ++i) {
+    worker& victim = pool.at((here->index() + 1 + i) % pool.size());
+    while (given < want && looked < 2 * static_cast<std::int64_t>(batch_)) {
+      task_record* t = victim.steal();
+      if (!t) break;
+      ++looked;
+      if (t->invoke(t, thief)) {
+        here->free_task(t);
+        ++given;
+      } else {
+        here->push(t);
+      }
     }
-    if (queue_.empty()) announced_ = false;
   }
-  for (stealable_task* t : given) {
-    // Counted in its scope as a send until the thief acknowledges it, then out as a local task.
-    t->ship(thief, finish_ship_from(t->scope));
-    if (t->scope) finish_task_ended(t->scope, nullptr);
-    delete t;
-  }
-  tasks_given_.fetch_add(given.size(), std::memory_order_relaxed);
+  if (given == 0) announced_.store(false, std::memory_order_relaxed);
+  tasks_given_.fetch_add(given, std::memory_order_relaxed);
   control_send(
       rank_, thief, [](int victim, std::uint32_t n) { current_rank("steal reply").stealing().on_reply(victim, n); },
-      rank_.id(), static_cast<std::uint32_t>(given.size()));
+      rank_.id(), given);
 }
 
 void remote_steal::on_reply(int /*victim*/, std::uint32_t given) {
@@ -132,7 +122,6 @@ void remote_steal::on_reply(int /*victim*/, std::uint32_t given) {
 
 rill::steal_counts remote_steal::counts() {
   rill::steal_counts c;
-  c.queued = queued_.load(std::memory_order_relaxed);
   c.requests_sent = requests_sent_.load(std::memory_order_relaxed);
   c.requests_empty = requests_empty_.load(std::memory_order_relaxed);
   c.tasks_stolen = tasks_stolen_.load(std::memory_order_relaxed);
@@ -140,7 +129,7 @@ rill::steal_counts remote_steal::counts() {
   return c;
 }
 
-void stealable_push(stealable_task* t) { current_rank("rill::async_any").stealing().push(t); }
+void stealable_queued() { current_rank("rill::async_any").stealing().queued(); }
 
 }  // namespace rill::detail
 

@@ -75,6 +75,10 @@ class chase_lev_deque {
 
   // Approximate; exact for the owner when no thief is active.
   bool empty() const { return bottom_.load(std::memory_order_seq_cst) <= top_.load(std::memory_order_seq_cst); }
+  std::int64_t size() const {
+    const std::int64_t n = bottom_.load(std::memory_order_seq_cst) - top_.load(std::memory_order_seq_cst);
+    return n > 0 ? n : 0;
+  }
 
  private:
   array* grow(array* old, std::int64_t t, std::int64_t b) {

@@ -2,6 +2,8 @@
 // scheduler knows nothing of messages or termination.
 #pragma once
 
+#include <cstdint>
+
 namespace rill::detail {
 
 class worker;
@@ -20,6 +22,8 @@ class rank_services {
   // Received data is waiting to be polled (checked by a worker about to sleep).
   virtual bool has_input() const = 0;
   virtual bool stopping() const = 0;
+  // Gives back `units` of a finish scope's count that a worker held (worker::held_credit).
+  virtual void release_credit(void* scope, std::int64_t units) = 0;
 };
 
 }  // namespace rill::detail

@@ -203,6 +203,7 @@ void worker::loop() {
       progress_and_release();
     }
     if (fiber_rec* f = take_ready()) {
+      if (credit_.units) return_credit();  // (may wake fibers; f still runs first)
       mark_active();
       reset_idle();
       if (spare_.size() >= 64) {  // enough parked fibers: end this one, resume f
@@ -228,6 +229,7 @@ void worker::loop() {
     }
     // Nothing local to do: whatever this rank buffered leaves now (a lone request must not wait
     // for the age threshold), then poll.
+    if (credit_.units) return_credit();
     services.on_out_of_work(*this);
     if (progress_and_release() || local_ready_head_) {  // never idle with ready fibers
       reset_idle();
@@ -245,13 +247,20 @@ void worker::loop() {
 }
 
 void worker::run_task(task_record* t) {
+  if (credit_.units && t->scope != credit_.scope) return_credit();
   try {
-    t->invoke(t);
+    t->invoke(t, task_record::run_here);
   } catch (const std::exception& e) {
     fatal("a task threw an exception nobody handled: {}", e.what());
   }
   free_task(t);
   worker_counters::bump(counters_.tasks_run);
+}
+
+void worker::return_credit() {
+  const held_credit c = credit_;
+  credit_ = {};
+  pool_.services().release_credit(c.scope, c.units);
 }
 
 void worker::mark_active() {
@@ -304,11 +313,12 @@ void worker::park(waiter& w) {
   fiber_rec* self = current_;
   // Every poll_every-th park goes through the scheduling loop (which polls the network) instead of
   // straight to the next ready fiber, as yield() does.
+  // Held finish credit is given back by the loop too (not here, inside a wait being set up).
   fiber_rec* next = nullptr;
-  if (!poll_tick())
-    next = take_ready();
-  else
+  if (poll_tick())
     poll_due_ = true;
+  else if (!credit_.units)
+    next = take_ready();
   // Woken between registering and parking, and first in the queue: just go on. (Further back in
   // the queue is fine: the switch below saves this fiber before anything can resume it.)
   if (next == self) return;
@@ -320,7 +330,7 @@ void worker::park(waiter& w) {
 void worker::yield() {
   // Fibers that poll something with yield() could otherwise hand the worker back and forth
   // forever without the network being polled: every poll_every-th yield goes through the loop.
-  fiber_rec* next = !poll_tick() ? take_ready() : nullptr;
+  fiber_rec* next = !poll_tick() && !credit_.units ? take_ready() : nullptr;
   if (next) {  // another fiber is ready: switch to it directly
     fiber_rec* self = current_;
     push_local(self);
@@ -339,7 +349,7 @@ void worker::wait_for_progress() {
   // tasks); the loop runs other work meanwhile, on another fiber.
   fiber_rec* self = current_;
   blocked_.push_back(self);
-  fiber_rec* next = take_ready();
+  fiber_rec* next = credit_.units ? nullptr : take_ready();  // held credit: via the loop
   if (!next) next = spare_fiber();
   current_ = next;
   switch_fiber(self, next);

@@ -41,6 +41,17 @@ struct worker_counters {
   }
 };
 
+// Units of one finish scope's count (rill/detail/finish_hooks.hpp) that a worker holds. A task
+// ending here leaves its unit with the worker instead of decrementing the scope's shared counter,
+// and a task starting here takes a held unit before it adds to that counter (in batches). So a
+// stream of short tasks of one scope seldom touches the line the other workers count on. Holding
+// units only delays the scope's count reaching zero, never makes it early; the worker gives them
+// back before it starts a task of another scope, switches fibers or runs out of work.
+struct held_credit {
+  void* scope = nullptr;  // null when units == 0
+  std::int64_t units = 0;
+};
+
 class worker {
  public:
   worker(worker_pool& pool, int index, std::size_t stack_bytes);
@@ -63,9 +74,16 @@ class worker {
   void mark_active();
   // True when no fiber is ready and no task is queued for this worker (what on_out_of_work means).
   bool out_of_work() const;
+  held_credit& credit() { return credit_; }
+  // Gives the held units back to their scope.
+  void return_credit();
+
+  // Returns a record that will not run to its pool (owner thread; any worker's record).
+  void free_task(task_record* t);
 
   // Any thread.
   task_record* steal() { return deque_.steal(); }
+  std::int64_t queued() const { return deque_.size(); }  // approximate
   void make_ready(fiber_rec* f);
   bool has_local_work() const;
   fiber_rec* current_fiber() const { return current_; }
@@ -78,7 +96,6 @@ class worker {
   void reclaim_ended();
   void loop();
   void run_task(task_record* t);
-  void free_task(task_record* t);
   void return_task(task_record* t);  // any thread
   fiber_rec* take_ready();
   void push_local(fiber_rec* f);
@@ -117,6 +134,7 @@ class worker {
   unsigned idle_spins_ = 0;
   int sleep_backoff_ = 0;
   unsigned ticks_ = 0;
+  held_credit credit_;
   bool poll_due_ = false;  // the loop polls the network before it resumes another fiber
   bool active_ = false;
   std::thread thread_;

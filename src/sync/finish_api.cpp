@@ -11,6 +11,9 @@ namespace rill::detail {
 
 namespace {
 
+// A worker adds this many units to a scope's count when it has none held (worker::held_credit).
+constexpr std::int64_t credit_batch = 16;
+
 void acknowledge(int dest, finish_proxy* p) {
   am::send(
       dest, [](std::uint64_t proxy) { finish_task_ended(reinterpret_cast<finish_proxy*>(proxy), nullptr); },
@@ -57,7 +60,21 @@ finish_proxy* set_current_finish(finish_proxy* p) {
   return previous;
 }
 
-void finish_count(finish_proxy* p) { p->count.fetch_add(1, std::memory_order_relaxed); }
+void finish_count(finish_proxy* p) {
+  worker* w = current_worker();
+  if (!w) {
+    p->count.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  held_credit& c = w->credit();
+  if (c.scope == p) {  // (then c.units > 0)
+    if (--c.units == 0) c.scope = nullptr;
+    return;
+  }
+  p->count.fetch_add(credit_batch, std::memory_order_relaxed);
+  if (c.units) w->return_credit();
+  c = {p, credit_batch - 1};
+}
 
 void finish_task_ended(finish_proxy* p, std::exception_ptr error) {
   if (error) {
@@ -66,7 +83,21 @@ void finish_task_ended(finish_proxy* p, std::exception_ptr error) {
     else
       report_remote_error(p, error);
   }
-  if (p->count.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  worker* w = current_worker();
+  if (!w) {
+    finish_release(p, 1);
+    return;
+  }
+  held_credit& c = w->credit();
+  if (c.scope != p) {
+    if (c.units) w->return_credit();
+    c.scope = p;
+  }
+  ++c.units;
+}
+
+void finish_release(finish_proxy* p, std::int64_t units) {
+  if (p->count.fetch_sub(units, std::memory_order_acq_rel) != units) return;
   if (p->parent < 0) {  // the home: finish() may go on (and destroy *p) at once
     p->done->count_down();
     return;

@@ -1,6 +1,6 @@
 // bench/uts: the UTS tree definition reproduces the published sample trees (the check that our
 // SHA-1 streams, distributions and statistics are the benchmark's), and the TBB, OpenMP and Rill
-// traversals count what the sequential one counts.
+// traversals count what the sequential one counts (the distributed one over 2-4 ranks, with chaos).
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "one_rank.hpp"
+#include "rill/runtime.hpp"
 #include "uts/traverse.hpp"
 #include "uts/tree.hpp"
 
@@ -139,6 +140,26 @@ TEST(UtsParallel, RillCountsWhatTheSequentialTraversalCounts) {
     for (std::size_t i = 0; i < expected.size(); ++i) {
       EXPECT_EQ(got[i], expected[i]) << small_trees[i] << ", Rill, " << workers << " workers";
       EXPECT_EQ(got_latch[i], expected[i]) << small_trees[i] << ", Rill (latch), " << workers << " workers";
+    }
+  }
+}
+
+// Every child an async_any task, stolen by idle ranks: the counts summed over the ranks are the
+// sequential ones, whatever the order in which chaos delivers steal requests, replies and tasks.
+TEST(UtsParallel, RillAcrossRanksCountsWhatTheSequentialTraversalCounts) {
+  for (const std::string& flags : small_trees) {
+    const uts::tree t(parse(flags));
+    const uts::counts expected = uts::traverse_sequential(t);
+    for (const auto& [ranks, chaos, steal] :
+         {std::tuple{2, 0, "random"}, std::tuple{3, 5, "random"}, std::tuple{4, 9, "hierarchical"}}) {
+      rill_test::test_argv a(rill_test::command_line(
+          "unit_test", {"--rill:transport=local", "--rill:ranks=" + std::to_string(ranks), "--rill:workers=1",
+                        "--rill:chaos=" + std::to_string(chaos), std::string("--rill:steal=") + steal}));
+      rill::runtime rt(a.argc, a.argv());
+      uts::prepare_distributed(t, ranks);
+      uts::counts got;
+      EXPECT_EQ(rt.run([&] { got = uts::traverse_rill_distributed(); }), 0);
+      EXPECT_EQ(got, expected) << flags << ", " << ranks << " ranks, chaos " << chaos << ", " << steal;
     }
   }
 }

@@ -115,6 +115,32 @@ TEST_P(finish_scopes, local_asyncs_and_spawns_belong_to_the_scope) {
             0);
 }
 
+// Workers keep the counts of ended tasks to themselves for a while (worker::held_credit); a task
+// of no scope that spins with yield() until the scope ended must not keep them from giving it back.
+TEST_P(finish_scopes, a_task_spinning_with_yield_until_the_scope_ends_does_not_hold_it_back) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          std::atomic<bool> scope_ended{false};
+                          std::atomic<long> ran{0};
+                          rill::latch spinner_done(1);
+                          rill::spawn([&] {
+                            while (!scope_ended.load()) rill::yield();
+                            spinner_done.count_down();
+                          });
+                          rill::finish([&] {
+                            for (int i = 0; i < 200; ++i)
+                              rill::async([&] {
+                                rill::async([&] { ran.fetch_add(1); });
+                                ran.fetch_add(1);
+                              });
+                          });
+                          scope_ended = true;
+                          spinner_done.wait();
+                          expect(ran.load() == 400, "finish returned before its local tasks ended");
+                        }),
+            0);
+}
+
 TEST_P(finish_scopes, a_remote_task_that_throws_is_rethrown_after_every_task_ended) {
   EXPECT_EQ(run_checked(GetParam(),
                         [] {

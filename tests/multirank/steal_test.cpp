@@ -51,6 +51,44 @@ TEST_P(stealing, every_task_runs_exactly_once_and_finish_covers_stolen_ones) {
             0);
 }
 
+std::vector<std::atomic<std::uint8_t>> g_local_runs(1u << (tree_depth + 1));  // rank 0: local task runs per id
+std::atomic<long> g_local_moved{0};  // rank 0: local tasks that ran on another rank than their spawner's
+
+// As node(), and each task also spawns a local task (not stealable) that must stay on its rank.
+// Steals take records from the oldest ends of the deques, which hold both kinds.
+void mixed_node(int depth, std::uint32_t id) {
+  rill::spawn([id, where = rill::rank_me()] {
+    rill::async_at(
+        0,
+        [](std::uint32_t i, bool moved) {
+          g_local_runs[i].fetch_add(1);
+          if (moved) g_local_moved.fetch_add(1);
+        },
+        id, rill::rank_me() != where);
+  });
+  node(0, id);
+  if (depth == 0) return;
+  rill::async_any(mixed_node, depth - 1, 2 * id);
+  rill::async_any(mixed_node, depth - 1, 2 * id + 1);
+}
+
+TEST_P(stealing, steals_take_only_stealable_tasks_from_deques_that_also_hold_local_ones) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          reset_tree();
+                          for (auto& r : g_local_runs) r = 0;
+                          g_local_moved = 0;
+                          rill::finish([] { rill::async_any(mixed_node, tree_depth, 1u); });
+                          expect(each_task_ran_once(), "a stealable task ran twice, or never");
+                          bool local_once = true;
+                          for (std::uint32_t id = 1; id < (1u << (tree_depth + 1)); ++id)
+                            local_once = local_once && g_local_runs[id].load() == 1;
+                          expect(local_once, "a local task ran twice, or never, or after finish returned");
+                          expect(g_local_moved.load() == 0, "a local task was shipped to another rank");
+                        }),
+            0);
+}
+
 std::atomic<bool> g_stolen{false};  // rank 0: a task ran on another rank
 
 // Queues itself again on rank 0 until one copy has run on another rank: ends only if a steal

@@ -21,6 +21,9 @@ finish_proxy* set_current_finish(finish_proxy* p);
 void finish_count(finish_proxy* p);
 // A task of `p` ended; `error` is what it threw (null when it returned).
 void finish_task_ended(finish_proxy* p, std::exception_ptr error);
+// Takes `units` off p's count at once (a worker giving back held credit, or an acknowledgement);
+// at zero, p's part of the scope ends.
+void finish_release(finish_proxy* p, std::int64_t units);
 
 // Runs fn() as a task of scope `p` on the calling fiber, then counts it out of p. Without a scope
 // it just runs fn (and what fn throws goes to the caller).
@@ -41,13 +44,31 @@ void run_in_finish(finish_proxy* p, F& fn) {
   finish_task_ended(p, std::move(error));
 }
 
+// The record run policy of a task of finish scope `record->scope`.
+struct run_in_scope {
+  template <class Fn>
+  static void run(task_record* r, Fn& fn) {
+    run_in_finish(static_cast<finish_proxy*>(r->scope), fn);
+  }
+};
+
+// A task record for fn running as a task of scope `p` (already counted in it). The scope rides in
+// the record, not in the callable: a wrapping lambda would push callables that just fit the
+// record's inline storage onto the heap.
+template <class F>
+task_record* make_scoped_task(finish_proxy* p, F&& fn) {
+  if (!p) return make_task(std::forward<F>(fn));
+  task_record* t = make_task<run_in_scope>(std::forward<F>(fn));
+  t->scope = p;
+  return t;
+}
+
 // A task record for fn, counted in the calling task's finish scope.
 template <class F>
 task_record* make_counted_task(F&& fn) {
   finish_proxy* p = current_finish();
-  if (!p) return make_task(std::forward<F>(fn));
-  finish_count(p);
-  return make_task([p, f = std::forward<F>(fn)]() mutable { run_in_finish(p, f); });
+  if (p) finish_count(p);
+  return make_scoped_task(p, std::forward<F>(fn));
 }
 
 // What a task shipped to another rank carries of its scope: the scope's name (home rank and the

@@ -10,10 +10,16 @@ namespace rill::detail {
 
 // 64 bytes: one cache line.
 struct task_record {
-  // Runs the callable and destroys it (also when it throws).
-  void (*invoke)(task_record*) = nullptr;
-  task_record* next = nullptr;  // free-list link
-  void* home = nullptr;         // the worker whose pool the record returns to (nullptr: the heap)
+  // invoke(record, run_here) runs the callable and destroys it (also when it throws).
+  // invoke(record, rank) sends the task to that rank instead, if it is one that may move
+  // (rill::async_any), destroys it and returns true; a task that may not returns false, untouched.
+  static constexpr int run_here = -1;
+  bool (*invoke)(task_record*, int ship_to) = nullptr;
+  union {
+    task_record* next = nullptr;  // free-list link, while the record is free
+    void* scope;                  // while queued: the finish scope the task runs in (or null)
+  };
+  void* home = nullptr;  // the worker whose pool the record returns to (nullptr: the heap)
   static constexpr std::size_t inline_bytes = 40;
   static constexpr std::size_t inline_align = 8;
   alignas(inline_align) std::byte storage[inline_bytes];
@@ -26,32 +32,56 @@ void task_submit(task_record* t);
 // Throws rill::misuse_error naming `what` unless the calling thread is a Rill worker.
 void require_worker(const char* what);
 
-template <class F>
+// How a record calls its callable: Run::run(record, fn). The plain policy just calls it; another
+// policy can wrap the call in what the record's `scope` names (finish_hooks.hpp), which keeps that
+// context out of the callable so that small callables stay inline. A policy with
+// `static constexpr bool ships = true` also has Run::ship(record, fn, rank), for tasks that may
+// move to another rank.
+struct run_plain {
+  template <class Fn>
+  static void run(task_record*, Fn& fn) {
+    fn();
+  }
+};
+
+template <class Run>
+concept ships_tasks = Run::ships;
+
+template <class Run = run_plain, class F>
 task_record* make_task(F&& fn) {
   using Fn = std::decay_t<F>;
+  constexpr bool inline_fn = sizeof(Fn) <= task_record::inline_bytes && alignof(Fn) <= task_record::inline_align;
   task_record* t = task_allocate();
-  if constexpr (sizeof(Fn) <= task_record::inline_bytes && alignof(Fn) <= task_record::inline_align) {
+  t->scope = nullptr;
+  if constexpr (inline_fn)
     ::new (static_cast<void*>(t->storage)) Fn(std::forward<F>(fn));
-    t->invoke = [](task_record* r) {
-      Fn* f = std::launder(reinterpret_cast<Fn*>(r->storage));
-      struct destroy {
-        Fn* f;
-        ~destroy() { f->~Fn(); }
-      } guard{f};
-      (*f)();
-    };
-  } else {
-    Fn* heap = new Fn(std::forward<F>(fn));
-    ::new (static_cast<void*>(t->storage)) Fn*(heap);
-    t->invoke = [](task_record* r) {
-      Fn* f = *std::launder(reinterpret_cast<Fn**>(r->storage));
-      struct destroy {
-        Fn* f;
-        ~destroy() { delete f; }
-      } guard{f};
-      (*f)();
-    };
-  }
+  else
+    ::new (static_cast<void*>(t->storage)) Fn*(new Fn(std::forward<F>(fn)));
+  t->invoke = [](task_record* r, int ship_to) {
+    Fn* f;
+    if constexpr (inline_fn)
+      f = std::launder(reinterpret_cast<Fn*>(r->storage));
+    else
+      f = *std::launder(reinterpret_cast<Fn**>(r->storage));
+    if (ship_to != task_record::run_here && !ships_tasks<Run>) return false;
+    struct destroy {
+      Fn* f;
+      ~destroy() {
+        if constexpr (inline_fn)
+          f->~Fn();
+        else
+          delete f;
+      }
+    } guard{f};
+    if constexpr (ships_tasks<Run>) {
+      if (ship_to != task_record::run_here) {
+        Run::ship(r, *f, ship_to);
+        return true;
+      }
+    }
+    Run::run(r, *f);
+    return true;
+  };
   return t;
 }
 
