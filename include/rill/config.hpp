@@ -16,18 +16,20 @@ struct config {
   int ranks = 1;    // ranks of the local transport (mpi: the communicator's size)
   int workers = 1;  // worker threads per rank
   transport_kind transport = transport_kind::local;
-  std::size_t stack_bytes = 64 * 1024;  // fiber stack size
-  std::size_t agg_bytes = 4096;         // aggregation buffer size threshold
-  std::uint64_t agg_age_us = 200;       // age threshold of the oldest buffered message
-  std::size_t large_bytes = 16 * 1024;  // payloads above this travel on their own
-  int queue_buffers = 64;               // in-flight buffers per destination before back-pressure
-  std::uint64_t chaos = 0;              // local transport: seed of delay/reorder, 0 = off
-  std::string log = "warn";             // spdlog level
-  std::uint64_t idle_poll_us = 5000;    // how long an idle worker keeps polling before it sleeps
-  std::string event_graph;              // record the event graph, write it as DOT here ("" = off)
-  double hang_report_s = 30;            // quiet seconds before a rank reports what it waits on (0 = off)
-  steal_policy steal = steal_policy::random;  // how an idle rank picks a victim to steal async_any tasks from
-  std::uint32_t steal_batch = 8;              // the most tasks one steal takes
+  std::size_t stack_bytes = 64 * 1024;                 // fiber stack size
+  std::size_t agg_bytes = 4096;                        // aggregation buffer size threshold
+  std::uint64_t agg_age_us = 200;                      // age threshold of the oldest buffered message
+  std::size_t large_bytes = 16 * 1024;                 // payloads above this travel on their own
+  int queue_buffers = 64;                              // in-flight buffers per destination before back-pressure
+  std::uint64_t chaos = 0;                             // local transport: seed of delay/reorder, 0 = off
+  std::string log = "warn";                            // spdlog level
+  std::uint64_t idle_poll_us = 5000;                   // how long an idle worker keeps polling before it sleeps
+  std::string event_graph;                             // record the event graph, write it as DOT here ("" = off)
+  double hang_report_s = 30;                           // quiet seconds before a rank reports what it waits on (0 = off)
+  steal_policy steal = steal_policy::random;           // how an idle rank picks a victim to steal async_any tasks from
+  std::uint32_t steal_batch = 8;                       // the most tasks one steal takes
+  std::size_t segment_bytes = std::size_t{128} << 20;  // each rank's segment for global memory
+  bool shared_segments = true;                         // ranks of one process address each other's segments directly
 };
 
 }  // namespace rill

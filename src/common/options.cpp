@@ -151,6 +151,21 @@ const std::vector<option_spec>& table() {
        [](parsed_options& o, std::string_view v) {
          o.cfg.steal_batch = parse_number<std::uint32_t>("steal-batch", v, 1, 1 << 20);
        }},
+      {"segment", "128MiB",
+       "each rank's registered segment for global memory (rill::new_array): reserved address space, committed as used",
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.segment_bytes = parse_size("segment", v, 64 * 1024, 1ull << 40);
+       }},
+      {"shared-segments", "on",
+       "on: ranks in one process (the local transport) address each other's segments directly; off: only their own",
+       [](parsed_options& o, std::string_view v) {
+         if (v == "on")
+           o.cfg.shared_segments = true;
+         else if (v == "off")
+           o.cfg.shared_segments = false;
+         else
+           bad_value("shared-segments", v, "on or off");
+       }},
       {"help", "", "print this table and exit",
        [](parsed_options& o, std::string_view v) {
          if (!v.empty()) bad_value("help", v, "no value");

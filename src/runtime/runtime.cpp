@@ -55,6 +55,10 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   // Collective, like the build check: every rank learns the same description of the machine.
   const auto machine = detail::build_machine(*impl_->transport, cfg.workers);
   for (auto& rank : impl_->ranks) rank->set_machine(machine);
+  auto segments = std::make_shared<detail::segment_directory>();
+  segments->by_rank.resize(static_cast<std::size_t>(impl_->transport->size()), nullptr);
+  for (auto& rank : impl_->ranks) segments->by_rank[static_cast<std::size_t>(rank->id())] = &rank->memory_segment();
+  for (auto& rank : impl_->ranks) rank->set_segments(segments);
   detail::log().debug("{} rank(s) here of {}, {} worker(s) each, transport {}", impl_->ranks.size(),
                       impl_->transport->size(), cfg.workers, cfg.transport == transport_kind::mpi ? "mpi" : "local");
 }

@@ -20,9 +20,10 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",        "workers",     "transport",     "stack", "agg-bytes",
-                                 "agg-age-us",   "large-bytes", "queue-buffers", "chaos", "log",
-                                 "idle-poll-us", "event-graph", "hang-report-s", "steal", "steal-batch"};
+const char* const all_names[] = {"ranks",        "workers",        "transport",     "stack", "agg-bytes",
+                                 "agg-age-us",   "large-bytes",    "queue-buffers", "chaos", "log",
+                                 "idle-poll-us", "event-graph",    "hang-report-s", "steal", "steal-batch",
+                                 "segment",      "shared-segments"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -236,6 +237,18 @@ TEST_F(Options, StealPolicyAndBatch) {
   expect_usage_error("--rill:steal-batch=0", "steal-batch");
 }
 
+TEST_F(Options, SegmentSizeAndSharing) {
+  args d{"prog"};
+  EXPECT_EQ(parse(d).cfg.segment_bytes, std::size_t{128} << 20);
+  EXPECT_TRUE(parse(d).cfg.shared_segments);
+  args a{"prog", "--rill:segment=1GiB", "--rill:shared-segments=off"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.segment_bytes, std::size_t{1} << 30);
+  EXPECT_FALSE(o.cfg.shared_segments);
+  expect_usage_error("--rill:segment=1KiB", "segment");
+  expect_usage_error("--rill:shared-segments=maybe", "shared-segments");
+}
+
 TEST_F(Options, EventGraphAndHangReport) {
   args a{"prog", "--rill:event-graph=/tmp/run.dot", "--rill:hang-report-s=0.25"};
   parsed_options o = parse(a);
@@ -364,7 +377,7 @@ TEST_F(Options, HelpListsEveryOption) {
   // Every option in the table is one this test knows about (a new option needs a test).
   std::size_t count = 0;
   for (std::size_t at = help.find("--rill:"); at != std::string::npos; at = help.find("--rill:", at + 1)) ++count;
-  // The first line mentions "--rill:NAME=VALUE" once; then one line per option (11 + help).
+  // The first line mentions "--rill:NAME=VALUE" once; then one line per option, and help.
   EXPECT_EQ(count, 1 + std::size(all_names) + 1) << help;
 }
 

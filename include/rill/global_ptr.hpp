@@ -1,0 +1,129 @@
+// Global pointers in their minimal form: a rank and an address in that rank's registered segment
+// (src/global/segment.hpp), as UPC++ and HabaneroUPC++ have them.
+//
+//   rill::global_ptr<double> a = rill::new_array<double>(1024);   // in this rank's segment
+//   rill::async_copy(a, b, 1024).wait();                          // to wherever b lives (async_copy.hpp)
+//   double* p = a.local();                                        // a plain pointer, where addressable
+//   rill::delete_array(a);
+//
+// A global_ptr is a value (trivially copyable, 16 bytes): store it anywhere, send it in messages and
+// async_at arguments. Arithmetic moves within the allocation, as for plain pointers. The element
+// type must be trivially copyable, since the bytes travel between ranks.
+//
+// is_local() says whether the calling rank can address the memory directly: its own segment, and
+// on the local transport (ranks as threads of one process) every rank's. local() returns the plain
+// pointer then, after checking that the range lies in the owner's segment; anything else (another
+// process' memory, a pointer outside the segment) throws rill::misuse_error. Every remote access
+// is checked at the home the same way. Use after free is not detected yet: the global address
+// space (relocatable blocks, generation tags) comes later.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "rill/error.hpp"
+
+namespace rill {
+
+namespace detail {
+// An allocation of `bytes` in the calling rank's segment; throws rill::misuse_error when full.
+std::uintptr_t segment_allocate(std::size_t bytes, std::size_t align, const char* what);
+// Frees an allocation of the calling rank's segment.
+void segment_free(int rank, std::uintptr_t addr, const char* what);
+// The plain address of [addr, addr + bytes) in rank's segment if this rank can address it; throws
+// rill::misuse_error naming `what` otherwise.
+void* segment_address(int rank, std::uintptr_t addr, std::size_t bytes, const char* what);
+bool segment_addressable(int rank);
+int calling_rank(const char* what);
+}  // namespace detail
+
+template <class T>
+class global_ptr {
+  static_assert(std::is_trivially_copyable_v<std::remove_const_t<T>>,
+                "rill::global_ptr: the element type must be trivially copyable (its bytes travel between ranks)");
+
+ public:
+  using element_type = T;
+
+  global_ptr() = default;
+  global_ptr(std::nullptr_t) {}
+  // From the owner's rank and a plain address in its segment (checked when used).
+  global_ptr(int rank, T* address) : rank_(rank), addr_(reinterpret_cast<std::uintptr_t>(address)) {}
+  // global_ptr<T> converts to global_ptr<const T>.
+  template <class U>
+  requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>) global_ptr(const global_ptr<U>& p)
+      : rank_(p.where()), addr_(p.raw_address()) {}
+
+  int where() const { return rank_; }
+  std::uintptr_t raw_address() const { return addr_; }
+  bool is_null() const { return addr_ == 0; }
+  explicit operator bool() const { return addr_ != 0; }
+
+  bool is_local() const { return !is_null() && detail::segment_addressable(rank_); }
+  // The plain pointer to `count` elements from here (checked; see above).
+  T* local(std::size_t count = 1) const {
+    if (is_null()) throw misuse_error("rill::global_ptr::local: a null global pointer");
+    return static_cast<T*>(detail::segment_address(rank_, addr_, count * sizeof(T), "rill::global_ptr::local"));
+  }
+
+  global_ptr& operator+=(std::ptrdiff_t n) {
+    addr_ += static_cast<std::uintptr_t>(n * static_cast<std::ptrdiff_t>(sizeof(T)));
+    return *this;
+  }
+  global_ptr& operator-=(std::ptrdiff_t n) { return *this += -n; }
+  global_ptr& operator++() { return *this += 1; }
+  global_ptr& operator--() { return *this -= 1; }
+  friend global_ptr operator+(global_ptr p, std::ptrdiff_t n) { return p += n; }
+  friend global_ptr operator+(std::ptrdiff_t n, global_ptr p) { return p += n; }
+  friend global_ptr operator-(global_ptr p, std::ptrdiff_t n) { return p -= n; }
+  // Elements between two pointers into the same rank's memory.
+  friend std::ptrdiff_t operator-(const global_ptr& a, const global_ptr& b) {
+    if (a.rank_ != b.rank_) throw misuse_error("rill::global_ptr: subtracting pointers to different ranks");
+    return (static_cast<std::ptrdiff_t>(a.addr_) - static_cast<std::ptrdiff_t>(b.addr_)) /
+           static_cast<std::ptrdiff_t>(sizeof(T));
+  }
+  friend bool operator==(const global_ptr& a, const global_ptr& b) {
+    return a.addr_ == b.addr_ && (a.addr_ == 0 || a.rank_ == b.rank_);
+  }
+  // Ordered by rank, then address.
+  friend bool operator<(const global_ptr& a, const global_ptr& b) {
+    return a.rank_ != b.rank_ ? a.rank_ < b.rank_ : a.addr_ < b.addr_;
+  }
+
+ private:
+  int rank_ = -1;
+  std::uintptr_t addr_ = 0;
+};
+
+// `count` value-initialised elements in the calling rank's segment.
+template <class T>
+global_ptr<T> new_array(std::size_t count) {
+  const int me = detail::calling_rank("rill::new_array");
+  void* p = reinterpret_cast<void*>(detail::segment_allocate(count * sizeof(T), alignof(T), "rill::new_array"));
+  T* first = static_cast<T*>(p);
+  for (std::size_t i = 0; i < count; ++i) ::new (static_cast<void*>(first + i)) T();
+  return global_ptr<T>(me, first);
+}
+
+// One element constructed from args in the calling rank's segment.
+template <class T, class... Args>
+global_ptr<T> new_(Args&&... args) {
+  const int me = detail::calling_rank("rill::new_");
+  void* p = reinterpret_cast<void*>(detail::segment_allocate(sizeof(T), alignof(T), "rill::new_"));
+  return global_ptr<T>(me, ::new (p) T(std::forward<Args>(args)...));
+}
+
+// Frees what new_array or new_ allocated; on the rank that allocated it (else rill::misuse_error).
+template <class T>
+void delete_array(global_ptr<T> p) {
+  if (!p.is_null()) detail::segment_free(p.where(), p.raw_address(), "rill::delete_array");
+}
+template <class T>
+void delete_(global_ptr<T> p) {
+  if (!p.is_null()) detail::segment_free(p.where(), p.raw_address(), "rill::delete_");
+}
+
+}  // namespace rill

@@ -1,0 +1,49 @@
+// The non-template half of rill/global_ptr.hpp: allocation in, and checked addressing of, the
+// ranks' segments.
+#include <fmt/format.h>
+
+#include "rill/global_ptr.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill::detail {
+
+std::uintptr_t segment_allocate(std::size_t bytes, std::size_t align, const char* what) {
+  rank_state& r = current_rank(what);
+  void* p = r.memory_segment().allocate(bytes, align);
+  if (!p)
+    throw misuse_error(
+        fmt::format("{}: {} bytes do not fit in what is free of rank {}'s {}-byte segment (--rill:segment)", what,
+                    bytes, r.id(), r.memory_segment().size()));
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+void segment_free(int rank, std::uintptr_t addr, const char* what) {
+  rank_state& r = current_rank(what);
+  if (rank != r.id())
+    throw misuse_error(
+        fmt::format("{}: rank {}'s memory is freed on rank {}, not here (rank {})", what, rank, rank, r.id()));
+  if (!r.memory_segment().contains(addr, 1))
+    throw misuse_error(fmt::format("{}: 0x{:x} is not in rank {}'s segment", what, addr, rank));
+  r.memory_segment().deallocate(reinterpret_cast<void*>(addr));
+}
+
+bool segment_addressable(int rank) { return current_rank("rill::global_ptr").addressable_segment(rank) != nullptr; }
+
+void* segment_address(int rank, std::uintptr_t addr, std::size_t bytes, const char* what) {
+  rank_state& r = current_rank(what);
+  if (rank < 0 || rank >= r.size())
+    throw misuse_error(
+        fmt::format("{}: the global pointer names rank {}, and there are {} ranks", what, rank, r.size()));
+  segment* s = r.addressable_segment(rank);
+  if (!s)
+    throw misuse_error(
+        fmt::format("{}: rank {}'s memory is not addressable from rank {} (use rill::async_copy)", what, rank, r.id()));
+  if (!s->contains(addr, bytes))
+    throw misuse_error(
+        fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank));
+  return reinterpret_cast<void*>(addr);
+}
+
+int calling_rank(const char* what) { return current_rank(what).id(); }
+
+}  // namespace rill::detail
