@@ -38,6 +38,8 @@ template <class T>
 class future;
 template <class T>
 class promise;
+template <class T>
+future<std::decay_t<T>> make_ready_future(T&& value);
 
 namespace detail {
 
@@ -77,6 +79,43 @@ inline void state_put(future_state<void>& s) {
   promise_claim(s, "rill::promise::put");
   event_trigger(s.ready);
 }
+
+// A promise that lives on `owner`, pinned there under `key` until it is put or poisoned: what a
+// copy of a promise on another rank is. Trivially copyable, so hot paths can send it without
+// serializing.
+template <class T>
+struct promise_ref {
+  int owner = -1;
+  std::uint64_t key = 0;
+
+  static std::shared_ptr<future_state<T>> unpinned(std::uint64_t key) {
+    return std::static_pointer_cast<future_state<T>>(promise_unpin(key));
+  }
+  // From the owner itself the put is direct, without a message to self.
+  template <class U = T>
+  requires(!std::is_void_v<U>) void put(U value) const {
+    if (owner == rank_me())
+      state_put(*unpinned(key), T(std::move(value)));
+    else
+      am::send(
+          owner, [](std::uint64_t k, T v) { state_put(*unpinned(k), std::move(v)); }, key, T(std::move(value)));
+  }
+  void put() const requires std::is_void_v<T> {
+    if (owner == rank_me())
+      state_put(*unpinned(key));
+    else
+      am::send(
+          owner, [](std::uint64_t k) { state_put(*unpinned(k)); }, key);
+  }
+  void poison(const std::string& reason) const {
+    am::send(
+        owner,
+        [](std::uint64_t k, int from, const std::string& r) {
+          promise_poison(*unpinned(k), r + " (poisoned on rank " + std::to_string(from) + ")", "promise::poison");
+        },
+        key, rank_me(), reason);
+  }
+};
 
 template <class F, class T>
 struct then_result : std::invoke_result<F&, const T&> {};
@@ -137,6 +176,8 @@ class future {
 
  private:
   friend class promise<T>;
+  template <class U>
+  friend future<std::decay_t<U>> make_ready_future(U&& value);
   explicit future(std::shared_ptr<detail::future_state<T>> s) : st_(std::move(s)) {}
   const detail::future_state<T>& state() const {
     if (!st_) throw misuse_error("rill::future: used without a promise (default-constructed)");
@@ -159,63 +200,75 @@ class promise {
   // Satisfies the promise: its futures become ready with the value. Once only.
   template <class U = T>
   requires(!std::is_void_v<U>) void put(U value) const {
-    if (st_) {
+    if (st_)
       detail::state_put(*st_, T(std::move(value)));
-    } else {
-      am::send(
-          owner_, [](std::uint64_t key, T v) { detail::state_put(*unpinned(key), std::move(v)); }, key_,
-          T(std::move(value)));
-    }
+    else
+      remote_.put(T(std::move(value)));
   }
   void put() const requires std::is_void_v<T> {
     if (st_)
       detail::state_put(*st_);
     else
-      am::send(
-          owner_, [](std::uint64_t key) { detail::state_put(*unpinned(key)); }, key_);
+      remote_.put();
   }
   // Satisfies the promise poisoned: get() and wait() on its futures throw rill::poisoned_error.
   void poison(const std::string& reason) const {
-    if (st_) {
+    if (st_)
       detail::promise_poison(*st_, reason, "promise::poison");
-    } else {
-      am::send(
-          owner_,
-          [](std::uint64_t key, int from, const std::string& r) {
-            detail::promise_poison(*unpinned(key), r + " (poisoned on rank " + std::to_string(from) + ")",
-                                   "promise::poison");
-          },
-          key_, rank_me(), reason);
-    }
+    else
+      remote_.poison(reason);
   }
   // The rank whose futures the promise satisfies.
-  int owner() const { return st_ ? rank_me() : owner_; }
+  int owner() const { return st_ ? rank_me() : remote_.owner; }
 
   // Passing a promise to another rank (rill's serialization calls these).
   template <class Archive>
   void save(Archive& ar) const {
-    const int owner = st_ ? rank_me() : owner_;
-    const std::uint64_t key = st_ ? detail::promise_pin(st_) : key_;
-    ar(owner, key);
+    const detail::promise_ref<T> r = ref();
+    ar(r.owner, r.key);
   }
   template <class Archive>
   void load(Archive& ar) {
     st_.reset();
-    ar(owner_, key_);
+    ar(remote_.owner, remote_.key);
+  }
+
+  // The promise as a trivially copyable reference that can be put from any rank, once.
+  detail::promise_ref<T> ref() const {
+    return st_ ? detail::promise_ref<T>{rank_me(), detail::promise_pin(st_)} : remote_;
   }
 
  private:
-  static std::shared_ptr<detail::future_state<T>> unpinned(std::uint64_t key) {
-    return std::static_pointer_cast<detail::future_state<T>>(detail::promise_unpin(key));
-  }
   template <class>
   friend class future;
   std::shared_ptr<detail::future_state<T>> st_;  // on the owner
-  int owner_ = -1;                               // on another rank: where to send the put
-  std::uint64_t key_ = 0;
+  detail::promise_ref<T> remote_;                // on another rank: where to send the put
 };
 
+// A future that is ready with `value` already.
+template <class T>
+future<std::decay_t<T>> make_ready_future(T&& value) {
+  auto s = std::make_shared<detail::future_state<std::decay_t<T>>>();
+  s->value.emplace(std::forward<T>(value));
+  s->satisfied = true;  // s->ready stays event::none(), which has triggered
+  return future<std::decay_t<T>>(std::move(s));
+}
+inline future<void> make_ready_future() { return future<void>::from_event(event::none()); }
+
 namespace detail {
+
+// The on_poison of run_after for an operation that answers through p: poisons p with the cause.
+template <class T>
+auto poison_into(promise<T> p) {
+  return [p](const poison_ptr& cause) {
+    try {
+      std::rethrow_exception(poisoned_exception(cause));
+    } catch (const poisoned_error& e) {
+      p.poison(e.reason());
+    }
+    return std::exception_ptr();
+  };
+}
 
 // Puts fn(args...) into p, or poisons p with what fn threw.
 template <class R, class F, class... A>

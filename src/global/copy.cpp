@@ -15,18 +15,6 @@ namespace {
 // Larger copies travel in pieces of this size, each in flight on its own.
 constexpr std::size_t piece_bytes = std::size_t{4} << 20;
 
-// What on_poison gives run_after: poisons p with the cause.
-auto poison_into(promise<void> p) {
-  return [p](const poison_ptr& cause) {
-    try {
-      std::rethrow_exception(poisoned_exception(cause));
-    } catch (const poisoned_error& e) {
-      p.poison(e.reason());
-    }
-    return std::exception_ptr();
-  };
-}
-
 // Copies one piece, then puts `done`. Runs on the calling rank first and continues on the
 // source's rank when the source is not addressable here.
 void copy_piece(int src_rank, std::uintptr_t src, int dst_rank, std::uintptr_t dst, std::size_t bytes,

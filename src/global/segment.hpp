@@ -4,11 +4,14 @@
 // against its bounds at the home, so a bad global pointer is an error, never a stray write.
 #pragma once
 
+#include <array>
 #include <boost/interprocess/managed_external_buffer.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include "common/spinlock.hpp"
 
 namespace rill::detail {
 
@@ -28,8 +31,15 @@ class segment {
     return addr >= b && bytes <= size_ && addr - b <= size_ - bytes;
   }
   std::size_t size() const { return size_; }
+  // The lock that serialises delegate operations on the 8-byte word at `addr`: a fixed table of
+  // stripes, so that words share locks but a word always gets the same one.
+  spinlock& stripe(std::uintptr_t addr) { return stripes_[(addr >> 3) % stripes_.size()].lock; }
 
  private:
+  struct alignas(64) padded_lock {
+    spinlock lock;
+  };
+  std::array<padded_lock, 256> stripes_;
   void* base_;
   std::size_t size_;
   boost::interprocess::managed_external_buffer heap_;  // its bookkeeping is thread-safe

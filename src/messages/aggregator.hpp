@@ -13,27 +13,11 @@
 #include <memory>
 #include <vector>
 
+#include "common/spinlock.hpp"
 #include "rill/config.hpp"
 #include "transport/transport.hpp"
 
 namespace rill::detail {
-
-class spinlock {
- public:
-  void lock() {
-    while (flag_.test_and_set(std::memory_order_acquire)) {
-      while (flag_.test(std::memory_order_relaxed)) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
-      }
-    }
-  }
-  void unlock() { flag_.clear(std::memory_order_release); }
-
- private:
-  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
-};
 
 class aggregator {
  public:

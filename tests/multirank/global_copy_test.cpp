@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "global_harness.hpp"
 #include "harness.hpp"
 #include "rill/async_copy.hpp"
 #include "rill/global_ptr.hpp"
@@ -16,43 +17,6 @@ namespace rill_test {
 namespace {
 
 class global_copy : public ::testing::TestWithParam<setup> {};
-
-// Runs fn on rank 0 with shared segments on, then off.
-template <class F>
-void both_ways(const setup& s, F fn) {
-  for (const char* shared : {"on", "off"}) {
-    SCOPED_TRACE(std::string("--rill:shared-segments=") + shared);
-    EXPECT_EQ(
-        run_checked(s, [&] { fn(std::string(shared) == "on"); }, {std::string("--rill:shared-segments=") + shared}), 0);
-  }
-}
-
-long pattern(int rank, std::size_t i) { return static_cast<long>(rank) * 1'000'000'007L + static_cast<long>(i); }
-
-// An array of n longs on `rank`, filled with pattern(rank, i) (or zeros).
-rill::global_ptr<long> array_on(int rank, std::size_t n, bool filled) {
-  return rill::rpc(
-             rank,
-             [](std::size_t count, bool fill) {
-               rill::global_ptr<long> p = rill::new_array<long>(count);
-               long* a = p.local(count);
-               for (std::size_t i = 0; i < count; ++i) a[i] = fill ? pattern(rill::rank_me(), i) : 0;
-               return p;
-             },
-             n, filled)
-      .get();
-}
-
-void free_on(rill::global_ptr<long> p) {
-  rill::rpc(
-      p.where(),
-      [](rill::global_ptr<long> q) {
-        rill::delete_array(q);
-        return 0;
-      },
-      p)
-      .wait();
-}
 
 // Whether p[i] == pattern(from, first + i) for i < n, checked on p's rank.
 bool holds(rill::global_ptr<long> p, std::size_t n, int from, std::size_t first) {
@@ -206,14 +170,6 @@ TEST_P(global_copy, bad_pointers_are_errors_naming_the_cause) {
     const int n = rill::rank_n();
     rill::global_ptr<long> a = array_on(n - 1, 16, true);
     rill::global_ptr<long> b = array_on(0, 16, false);
-    const auto poisoned_saying = [](rill::future<void> f, const std::string& words) {
-      try {
-        f.wait();
-      } catch (const rill::poisoned_error& e) {
-        return std::string(e.what()).find(words) != std::string::npos;
-      }
-      return false;
-    };
     const long far = std::ptrdiff_t{1} << 40;
     expect(poisoned_saying(rill::async_copy(a + far, b, 4), "outside rank " + std::to_string(n - 1)),
            "a source outside its segment was not reported");

@@ -1,0 +1,267 @@
+// G3: GUPS (HPCC RandomAccess) through Rill's global memory: every rank owns 2^k words of a table
+// (word i of the whole table starts as i), and each rank XORs 4 x (its share) pseudo-random values
+// into the words their low bits name, wherever those live. Two Rill forms: remote atomics
+// (rill::atomics::bit_xor, feed-forward with a completion_counter) and delegates
+// (rill::delegate::call_ff with a plain XOR). Verification, HPCC style: the same updates again must
+// bring every word back to its start; `errors` counts the words that did not (HPCC allows 1%).
+//
+// Peers in the same run: under mpirun, MPI RMA in the same processes before Rill starts (a window
+// from MPI_Win_allocate, MPI_Accumulate with MPI_BXOR under MPI_Win_lock_all, flushed every 1024
+// updates); on the local transport, plain threads with std::atomic_ref XOR on one table, one per
+// Rill rank: the machine's random-update limit, which Rill's ranks-as-threads can approach.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "common.hpp"
+#include "mpi_peer.hpp"
+#include "rill/rill.hpp"
+
+namespace {
+
+constexpr std::uint64_t poly = 7;  // HPCC's generator polynomial
+
+std::uint64_t next(std::uint64_t r) { return (r << 1) ^ (static_cast<std::int64_t>(r) < 0 ? poly : 0); }
+
+// A nonzero start of rank r's stream (splitmix64 of r + 1).
+std::uint64_t stream_start(int r) {
+  std::uint64_t z = static_cast<std::uint64_t>(r + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (z ^ (z >> 31)) | 1;
+}
+
+struct shape {
+  int log_per_rank;  // words per rank = 2^log_per_rank
+  int ranks;
+  std::uint64_t updates;  // per rank
+  std::uint64_t per_rank() const { return std::uint64_t{1} << log_per_rank; }
+  std::uint64_t words() const { return per_rank() * static_cast<std::uint64_t>(ranks); }
+};
+
+// Runs fn(owner, offset, value) for each of rank r's updates.
+template <class F>
+void for_each_update(const shape& s, int r, F&& fn) {
+  const std::uint64_t mask = s.words() - 1, low = s.per_rank() - 1;
+  std::uint64_t ran = stream_start(r);
+  for (std::uint64_t k = 0; k < s.updates; ++k) {
+    ran = next(ran);
+    const std::uint64_t idx = ran & mask;
+    fn(static_cast<int>(idx >> s.log_per_rank), idx & low, ran);
+  }
+}
+
+// ---- Rill -----------------------------------------------------------------------------------
+
+enum class form { atomic, delegate };
+
+// One timed pass (seconds on rank 0) and, after it, the same updates again (untimed) so the table
+// is back at its start; returns the words of this rank that are not.
+double rill_pass(const shape& s, form f, const std::vector<rill::global_ptr<std::uint64_t>>& tables,
+                 std::uint64_t& errors) {
+  const auto world = rill::team::world();
+  const int me = rill::rank_me();
+  const auto run = [&] {
+    rill::completion_counter done;
+    if (f == form::atomic)
+      for_each_update(s, me, [&](int owner, std::uint64_t off, std::uint64_t v) {
+        rill::atomics::bit_xor(tables[static_cast<std::size_t>(owner)] + static_cast<std::ptrdiff_t>(off), v, done);
+      });
+    else
+      for_each_update(s, me, [&](int owner, std::uint64_t off, std::uint64_t v) {
+        rill::delegate::call_ff(
+            done, tables[static_cast<std::size_t>(owner)] + static_cast<std::ptrdiff_t>(off),
+            [](std::uint64_t& w, std::uint64_t x) { w ^= x; }, v);
+      });
+    done.wait();
+  };
+  world.barrier().wait();
+  const auto t0 = bench::clock::now();
+  run();
+  world.barrier().wait();
+  const double t = bench::seconds_since(t0);
+  run();
+  world.barrier().wait();
+  const std::uint64_t* mine = tables[static_cast<std::size_t>(me)].local(s.per_rank());
+  std::uint64_t bad = 0;
+  for (std::uint64_t i = 0; i < s.per_rank(); ++i) bad += mine[i] != static_cast<std::uint64_t>(me) * s.per_rank() + i;
+  errors = world.allreduce(bad, rill::reduce::sum<std::uint64_t>{}).get();
+  return t;
+}
+
+// ---- MPI RMA peer ---------------------------------------------------------------------------
+
+double mpi_pass(const shape& s, std::uint64_t& errors) {
+  const int me = bench::mpi_peer::world_rank();
+  std::uint64_t* table = nullptr;
+  MPI_Win win;
+  MPI_Win_allocate(static_cast<MPI_Aint>(s.per_rank() * sizeof(std::uint64_t)), sizeof(std::uint64_t), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &table, &win);
+  for (std::uint64_t i = 0; i < s.per_rank(); ++i) table[i] = static_cast<std::uint64_t>(me) * s.per_rank() + i;
+  MPI_Win_lock_all(0, win);
+  constexpr std::size_t batch = 1024;  // origin values stay untouched until the flush completes them
+  std::vector<std::uint64_t> values(batch);
+  const auto run = [&] {
+    std::size_t n = 0;
+    for_each_update(s, me, [&](int owner, std::uint64_t off, std::uint64_t v) {
+      values[n] = v;
+      MPI_Accumulate(&values[n], 1, MPI_UINT64_T, owner, static_cast<MPI_Aint>(off), 1, MPI_UINT64_T, MPI_BXOR, win);
+      if (++n == batch) {
+        MPI_Win_flush_all(win);
+        n = 0;
+      }
+    });
+    MPI_Win_flush_all(win);
+  };
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto t0 = bench::clock::now();
+  run();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t = bench::seconds_since(t0);
+  run();
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_sync(win);
+  std::uint64_t bad = 0;
+  for (std::uint64_t i = 0; i < s.per_rank(); ++i) bad += table[i] != static_cast<std::uint64_t>(me) * s.per_rank() + i;
+  MPI_Win_unlock_all(win);
+  MPI_Allreduce(&bad, &errors, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Win_free(&win);
+  return t;
+}
+
+// ---- threads peer (local transport) ----------------------------------------------------------
+
+double threads_pass(const shape& s, std::uint64_t& errors) {
+  std::vector<std::uint64_t> table(s.words());
+  for (std::uint64_t i = 0; i < s.words(); ++i) table[i] = i;
+  const auto run = [&] {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < s.ranks; ++r)
+      threads.emplace_back([&, r] {
+        for_each_update(s, r, [&](int owner, std::uint64_t off, std::uint64_t v) {
+          std::atomic_ref<std::uint64_t>(table[(static_cast<std::uint64_t>(owner) << s.log_per_rank) | off])
+              .fetch_xor(v, std::memory_order_relaxed);
+        });
+      });
+    for (auto& t : threads) t.join();
+  };
+  const auto t0 = bench::clock::now();
+  run();
+  const double t = bench::seconds_since(t0);
+  run();
+  errors = 0;
+  for (std::uint64_t i = 0; i < s.words(); ++i) errors += table[i] != i;
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  if (mpi) bench::mpi_peer::init(argc, argv);
+  CLI::App app{"G3: GUPS with remote atomics and delegates, against MPI RMA (mpirun) or plain threads (local)"};
+  app.allow_extras();  // --rill:* flags are for the runtime
+  int reps = 5;
+  int log_words = 20;
+  bool quick = false;
+  app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
+  app.add_option("--log-words", log_words, "log2 of the table words per rank")->check(CLI::Range(10, 26));
+  app.add_flag("--quick", quick, "2^18 words per rank, 3 repetitions");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    log_words = std::min(log_words, 18);
+    reps = std::min(reps, 3);
+  }
+
+  std::vector<double> peer;
+  std::uint64_t peer_errors = 0;
+  int ranks = mpi ? bench::mpi_peer::world_size() : 0;
+  if (mpi) {
+    const shape s{log_words, ranks, std::uint64_t{4} << log_words};
+    for (int r = 0; r < reps; ++r) {
+      std::uint64_t e = 0;
+      peer.push_back(static_cast<double>(s.updates) * ranks / mpi_pass(s, e));
+      peer_errors += e;
+      if (bench::mpi_peer::world_rank() == 0) bench::progress("G3 mpi rma rep {}: {:.3g} updates/s", r, peer.back());
+    }
+  }
+
+  std::vector<double> rates[2];
+  std::uint64_t errors[2] = {0, 0};
+  int workers = 0;
+  bool rank0 = false;
+  {
+    rill::runtime rt(argc, argv);
+    workers = rt.options().workers;
+    rt.run_spmd([&] {
+      const int n = rill::rank_n();
+      const shape s{log_words, n, std::uint64_t{4} << log_words};
+      rill::global_ptr<std::uint64_t> mine = rill::new_array<std::uint64_t>(s.per_rank());
+      std::uint64_t* w = mine.local(s.per_rank());
+      for (std::uint64_t i = 0; i < s.per_rank(); ++i)
+        w[i] = static_cast<std::uint64_t>(rill::rank_me()) * s.per_rank() + i;
+      const auto tables = rill::team::world().allgather(mine).get();
+      for (form f : {form::atomic, form::delegate})
+        for (int r = 0; r < reps; ++r) {
+          std::uint64_t e = 0;
+          const double t = rill_pass(s, f, tables, e);
+          if (rill::rank_me() == 0) {
+            const auto i = static_cast<std::size_t>(f);
+            rates[i].push_back(static_cast<double>(s.updates) * n / t);
+            errors[i] += e;
+            bench::progress("G3 rill {} rep {}: {:.3g} updates/s ({} errors)",
+                            f == form::atomic ? "atomic" : "delegate", r, rates[i].back(), e);
+          }
+        }
+      rill::team::world().barrier().wait();
+      rill::delete_array(mine);
+      if (rill::rank_me() == 0) {
+        rank0 = true;
+        ranks = n;
+      }
+    });
+  }
+
+  std::string peer_name = "MPI RMA (MPI_Accumulate BXOR, flush per 1024)";
+  if (!mpi && rank0) {
+    peer_name = fmt::format("{} threads, std::atomic_ref XOR on one table", ranks);
+    const shape s{log_words, ranks, std::uint64_t{4} << log_words};
+    for (int r = 0; r < reps; ++r) {
+      std::uint64_t e = 0;
+      peer.push_back(static_cast<double>(s.updates) * ranks / threads_pass(s, e));
+      peer_errors += e;
+      bench::progress("G3 threads rep {}: {:.3g} updates/s", r, peer.back());
+    }
+  }
+
+  if (rank0) {
+    for (form f : {form::atomic, form::delegate}) {
+      const auto i = static_cast<std::size_t>(f);
+      bench::result r;
+      r.id = "G3";
+      r.case_name = fmt::format("2^{} words per rank, {} {} {}, {} worker{}, {}", log_words, ranks,
+                                ranks == 1 ? "rank" : "ranks", mpi ? "mpi" : "local", workers, workers == 1 ? "" : "s",
+                                f == form::atomic ? "atomic xor" : "delegate xor");
+      r.metric = "random updates";
+      r.unit = "updates/s";
+      r.higher_is_better = true;
+      r.rill = rates[i];
+      r.peer = peer_name;
+      r.peer_values = peer;
+      r.extra = {{"ranks", ranks},
+                 {"workers", workers},
+                 {"transport", mpi ? "mpi" : "local"},
+                 {"log_words_per_rank", log_words},
+                 {"updates_per_rank", std::uint64_t{4} << log_words},
+                 {"errors", errors[i]},
+                 {"peer_errors", peer_errors}};
+      bench::emit(r);
+    }
+  }
+  if (mpi) MPI_Finalize();
+  return errors[0] == 0 && errors[1] == 0 && peer_errors == 0 ? 0 : 1;
+}

@@ -1,0 +1,74 @@
+// Delegate operations (Grappa §2.3): a small function runs on an element where it lives.
+//
+//   rill::global_ptr<std::int64_t> counter = ...;                 // on any rank
+//   auto before = rill::delegate::call(counter, [](std::int64_t& c) { return c++; }).get();
+//
+//   rill::completion_counter done;                                // feed-forward: no future each
+//   for (int i = 0; i < n; ++i)
+//     rill::delegate::call_ff(done, bins + bin(i), [](Bin& b, double x) { b.add(x); }, sample(i));
+//   done.wait();
+//
+// fn(element, args...) runs on the element's home when the calling rank cannot address it, else
+// on the calling thread; either way, delegates on the same element (the address the pointer names)
+// are serialised with each other by a lock of the owner's, so fn needs no atomic instructions.
+// That is what makes delegates the synchronisation of choice for low-locality data: one message
+// carries the operation, instead of fetching the data, changing it and writing it back.
+//
+// fn must be shippable (a function, a capture-less lambda, or one whose captures are trivially
+// copyable) and short: it runs inside the message handler, holding the lock, so it must not
+// suspend (no wait, get, yield or finish) and must not start another delegate. Arguments travel
+// as for rill::am::send. Delegates are not serialised with rill::atomics or rput/rget on the same
+// element.
+//
+// Errors: a null pointer or a rank that does not exist throws rill::misuse_error at the call; an
+// element outside the owner's segment, or what fn throws, poisons the future (call) or is rethrown
+// by the counter's wait() (call_ff).
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+#include "rill/completion_counter.hpp"
+#include "rill/detail/at_home.hpp"
+#include "rill/future.hpp"
+#include "rill/global_ptr.hpp"
+
+namespace rill::delegate {
+
+namespace detail {
+// fn as an operation on the element's address (what rill::detail::run_at_home runs).
+template <class F>
+struct on_element {
+  F fn;
+  template <class T, class... A>
+  auto operator()(T* element, A&... args) {  // by value: a result travels back as a copy
+    return fn(*element, args...);
+  }
+};
+}  // namespace detail
+
+// fn(element, args...) at the element's home once `after` has triggered; a future of its result.
+template <class T, class F, class... Args>
+auto call_after(event after, global_ptr<T> p, F fn, Args... args) {
+  static_assert(rill::detail::shippable<F>,
+                "rill::delegate: fn must be a function or a lambda whose captures are trivially copyable");
+  return rill::detail::run_at_home<rill::detail::serialised::yes>(
+      rill::detail::home_op::delegate, p, after, detail::on_element<F>{std::move(fn)}, std::move(args)...);
+}
+
+// fn(element, args...) at the element's home, now; a future of its result.
+template <class T, class F, class... Args>
+auto call(global_ptr<T> p, F fn, Args... args) {
+  return call_after(event::none(), p, std::move(fn), std::move(args)...);
+}
+
+// The feed-forward form: no future; `done` counts the call until it has run (fn's result is dropped).
+template <class T, class F, class... Args>
+void call_ff(completion_counter& done, global_ptr<T> p, F fn, Args... args) {
+  static_assert(rill::detail::shippable<F>,
+                "rill::delegate: fn must be a function or a lambda whose captures are trivially copyable");
+  rill::detail::run_at_home_ff<rill::detail::serialised::yes>(rill::detail::home_op::delegate, done, p,
+                                                              detail::on_element<F>{std::move(fn)}, std::move(args)...);
+}
+
+}  // namespace rill::delegate

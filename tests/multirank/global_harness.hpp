@@ -1,0 +1,63 @@
+// Helpers of the global-memory tests: running a test with shared segments on and off, arrays
+// on chosen ranks, and recognising a poisoned future by its words.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "harness.hpp"
+#include "rill/global_ptr.hpp"
+
+namespace rill_test {
+
+// Runs fn on rank 0 with shared segments on, then off.
+template <class F>
+void both_ways(const setup& s, F fn) {
+  for (const char* shared : {"on", "off"}) {
+    SCOPED_TRACE(std::string("--rill:shared-segments=") + shared);
+    EXPECT_EQ(
+        run_checked(s, [&] { fn(std::string(shared) == "on"); }, {std::string("--rill:shared-segments=") + shared}), 0);
+  }
+}
+
+inline long pattern(int rank, std::size_t i) { return static_cast<long>(rank) * 1'000'000'007L + static_cast<long>(i); }
+
+// An array of n elements on `rank`, filled with pattern(rank, i) (or zeros).
+template <class T = long>
+rill::global_ptr<T> array_on(int rank, std::size_t n, bool filled) {
+  return rill::rpc(
+             rank,
+             [](std::size_t count, bool fill) {
+               rill::global_ptr<T> p = rill::new_array<T>(count);
+               T* a = p.local(count);
+               for (std::size_t i = 0; i < count; ++i) a[i] = fill ? static_cast<T>(pattern(rill::rank_me(), i)) : T{};
+               return p;
+             },
+             n, filled)
+      .get();
+}
+
+template <class T>
+void free_on(rill::global_ptr<T> p) {
+  rill::rpc(
+      p.where(),
+      [](rill::global_ptr<T> q) {
+        rill::delete_array(q);
+        return 0;
+      },
+      p)
+      .wait();
+}
+
+// Whether waiting on f throws a poisoned_error whose message contains `words`.
+template <class T>
+bool poisoned_saying(const rill::future<T>& f, const std::string& words) {
+  try {
+    f.wait();
+  } catch (const rill::poisoned_error& e) {
+    return std::string(e.what()).find(words) != std::string::npos;
+  }
+  return false;
+}
+
+}  // namespace rill_test
