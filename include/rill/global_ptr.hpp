@@ -10,10 +10,11 @@
 // async_at arguments. Arithmetic moves within the allocation, as for plain pointers. The element
 // type must be trivially copyable, since the bytes travel between ranks.
 //
-// is_local() says whether the calling rank can address the memory directly: its own segment, and
-// on the local transport (ranks as threads of one process) every rank's. local() returns the plain
-// pointer then, after checking that the range lies in the owner's segment; anything else (another
-// process' memory, a pointer outside the segment) throws rill::misuse_error. Every remote access
+// is_local() says whether the calling rank can address the memory directly: its own segment, on
+// the local transport (ranks as threads of one process) every rank's, and under MPI those of the
+// processes on its node (a shared-memory window). local() returns the plain pointer then, in this
+// process' mapping, after checking that the range lies in the owner's segment; anything else
+// (memory on another node, a pointer outside the segment) throws rill::misuse_error. Every remote access
 // is checked at the home the same way. Use after free is not detected yet: the global address
 // space (relocatable blocks, generation tags) comes later.
 #pragma once

@@ -157,7 +157,8 @@ const std::vector<option_spec>& table() {
          o.cfg.segment_bytes = parse_size("segment", v, 64 * 1024, 1ull << 40);
        }},
       {"shared-segments", "on",
-       "on: ranks in one process (the local transport) address each other's segments directly; off: only their own",
+       "on: ranks in one process (local transport) or on one node (mpi, a shared-memory window) address each "
+       "other's segments directly; off: only their own",
        [](parsed_options& o, std::string_view v) {
          if (v == "on")
            o.cfg.shared_segments = true;

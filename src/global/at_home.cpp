@@ -7,21 +7,6 @@
 
 namespace rill::detail {
 
-namespace {
-
-std::uintptr_t checked(const segment& s, int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align,
-                       home_op op) {
-  if (!s.contains(addr, bytes))
-    throw misuse_error(fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", home_op_name(op),
-                                   addr, bytes, rank));
-  if (addr % align != 0)
-    throw misuse_error(
-        fmt::format("{}: 0x{:x} on rank {} is not aligned to {} bytes", home_op_name(op), addr, rank, align));
-  return addr;
-}
-
-}  // namespace
-
 const char* home_op_name(home_op op) {
   switch (op) {
     case home_op::rput: return "rill::rput";
@@ -41,18 +26,17 @@ void check_target(int rank, std::uintptr_t addr, home_op op) {
 }
 
 void* addressable_or_null(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op) {
-  segment* s = current_rank(home_op_name(op)).addressable_segment(rank);
-  if (!s) return nullptr;
-  return reinterpret_cast<void*>(checked(*s, rank, addr, bytes, align, op));
+  const segment_view* s = current_rank(home_op_name(op)).addressable_segment(rank);
+  return s ? checked_address(*s, rank, addr, bytes, align, home_op_name(op)) : nullptr;
 }
 
 void* home_address(std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op) {
-  rank_state& r = current_rank(home_op_name(op));
-  return reinterpret_cast<void*>(checked(r.memory_segment(), r.id(), addr, bytes, align, op));
+  const rank_state& r = current_rank(home_op_name(op));
+  return checked_address(*r.addressable_segment(r.id()), r.id(), addr, bytes, align, home_op_name(op));
 }
 
 word_guard::word_guard(int rank, std::uintptr_t addr) {
-  segment* s = current_rank("rill::delegate").addressable_segment(rank);
+  const segment_view* s = current_rank("rill::delegate").addressable_segment(rank);
   spinlock& lock = s->stripe(addr);
   lock.lock();
   lock_ = &lock;

@@ -22,7 +22,7 @@ void segment_free(int rank, std::uintptr_t addr, const char* what) {
   if (rank != r.id())
     throw misuse_error(
         fmt::format("{}: rank {}'s memory is freed on rank {}, not here (rank {})", what, rank, rank, r.id()));
-  if (!r.memory_segment().contains(addr, 1))
+  if (!r.addressable_segment(rank)->contains(addr, 1))
     throw misuse_error(fmt::format("{}: 0x{:x} is not in rank {}'s segment", what, addr, rank));
   r.memory_segment().deallocate(reinterpret_cast<void*>(addr));
 }
@@ -34,14 +34,11 @@ void* segment_address(int rank, std::uintptr_t addr, std::size_t bytes, const ch
   if (rank < 0 || rank >= r.size())
     throw misuse_error(
         fmt::format("{}: the global pointer names rank {}, and there are {} ranks", what, rank, r.size()));
-  segment* s = r.addressable_segment(rank);
+  const segment_view* s = r.addressable_segment(rank);
   if (!s)
     throw misuse_error(
         fmt::format("{}: rank {}'s memory is not addressable from rank {} (use rill::async_copy)", what, rank, r.id()));
-  if (!s->contains(addr, bytes))
-    throw misuse_error(
-        fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank));
-  return reinterpret_cast<void*>(addr);
+  return checked_address(*s, rank, addr, bytes, 1, what);
 }
 
 int calling_rank(const char* what) { return current_rank(what).id(); }

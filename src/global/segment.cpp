@@ -1,30 +1,22 @@
 #include "global/segment.hpp"
 
-#include <sys/mman.h>
+#include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <new>
 
-#include "common/log.hpp"
+#include "rill/error.hpp"
 
 namespace rill::detail {
 
-namespace {
-void* reserve(std::size_t bytes) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    fatal("cannot reserve a {}-byte segment for global memory ({}); lower --rill:segment", bytes, std::strerror(errno));
-  return p;
+segment::segment(std::byte* memory, std::size_t bytes)
+    : base_(memory),
+      size_(bytes),
+      heap_(boost::interprocess::create_only, memory + sizeof(segment_header), bytes - sizeof(segment_header)) {
+  ::new (static_cast<void*>(memory)) segment_header();
 }
-}  // namespace
-
-segment::segment(std::size_t bytes)
-    : base_(reserve(bytes)), size_(bytes), heap_(boost::interprocess::create_only, base_, bytes) {}
 
 segment::~segment() {
   heap_ = boost::interprocess::managed_external_buffer();  // before its memory goes
-  ::munmap(base_, size_);
 }
 
 void* segment::allocate(std::size_t bytes, std::size_t align) {
@@ -32,5 +24,15 @@ void* segment::allocate(std::size_t bytes, std::size_t align) {
 }
 
 void segment::deallocate(void* p) { heap_.deallocate(p); }
+
+void* checked_address(const segment_view& s, int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align,
+                      const char* what) {
+  if (!s.contains(addr, bytes))
+    throw misuse_error(
+        fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank));
+  if (addr % align != 0)
+    throw misuse_error(fmt::format("{}: 0x{:x} on rank {} is not aligned to {} bytes", what, addr, rank, align));
+  return s.translate(addr);
+}
 
 }  // namespace rill::detail

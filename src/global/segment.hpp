@@ -1,10 +1,15 @@
 // A rank's registered segment: the memory that global pointers (rill/global_ptr.hpp) name. One
-// contiguous reservation per rank, made at start-up (pages are committed by the OS as they are
-// touched), with Boost.Interprocess's best-fit allocator over it. Remote accesses are checked
-// against its bounds at the home, so a bad global pointer is an error, never a stray write.
+// contiguous range per rank, provided at start-up by the transport (reserved address space whose
+// pages the OS commits as they are touched; under MPI, a shared-memory window where the node's
+// processes can map each other's), with Boost.Interprocess's best-fit allocator over it. Remote
+// accesses are checked against its bounds at the home, so a bad global pointer is an error, never
+// a stray write.
+//
+// Global pointers hold addresses in the owner's address space. Another process that maps the
+// segment sees it at another address: a segment_view translates. The segment starts with the
+// locks that serialise delegates, so that every process mapping it uses the same ones.
 #pragma once
 
-#include <array>
 #include <boost/interprocess/managed_external_buffer.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +20,48 @@
 
 namespace rill::detail {
 
+// The head of every segment's memory: delegate locks, striped over 8-byte words.
+struct segment_header {
+  struct alignas(64) padded_lock {
+    spinlock lock;
+  };
+  padded_lock stripes[256];
+};
+
+// A segment as seen from one process: where it lies in its owner's address space and here.
+class segment_view {
+ public:
+  segment_view() = default;
+  segment_view(std::uintptr_t owner_base, std::byte* local_base, std::size_t bytes)
+      : owner_(owner_base), local_(local_base), size_(bytes) {}
+
+  bool mapped() const { return local_ != nullptr; }
+  // Whether [addr, addr + bytes), in owner addresses, lies in the part of the segment that is
+  // allocated from (not the header).
+  bool contains(std::uintptr_t addr, std::size_t bytes) const {
+    const std::uintptr_t first = owner_ + sizeof(segment_header);
+    return addr >= first && bytes <= size_ - sizeof(segment_header) &&
+           addr - first <= size_ - sizeof(segment_header) - bytes;
+  }
+  // Where an owner address is in this process.
+  void* translate(std::uintptr_t addr) const { return local_ + (addr - owner_); }
+  // The lock that serialises delegate operations on the word at `addr` (owner address).
+  spinlock& stripe(std::uintptr_t addr) const {
+    auto* h = reinterpret_cast<segment_header*>(local_);
+    return h->stripes[(addr >> 3) % std::size(h->stripes)].lock;
+  }
+
+ private:
+  std::uintptr_t owner_ = 0;
+  std::byte* local_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// The owner's side of a segment: allocation over memory the transport provides (and frees, after
+// this object is gone).
 class segment {
  public:
-  explicit segment(std::size_t bytes);
+  segment(std::byte* memory, std::size_t bytes);
   ~segment();
   segment(const segment&) = delete;
   segment& operator=(const segment&) = delete;
@@ -25,33 +69,28 @@ class segment {
   // nullptr when the segment has no room (align: a power of two).
   void* allocate(std::size_t bytes, std::size_t align);
   void deallocate(void* p);
-  // Whether [addr, addr + bytes) lies inside the segment.
-  bool contains(std::uintptr_t addr, std::size_t bytes) const {
-    const auto b = reinterpret_cast<std::uintptr_t>(base_);
-    return addr >= b && bytes <= size_ && addr - b <= size_ - bytes;
-  }
+  segment_view view() const { return {reinterpret_cast<std::uintptr_t>(base_), base_, size_}; }
   std::size_t size() const { return size_; }
-  // The lock that serialises delegate operations on the 8-byte word at `addr`: a fixed table of
-  // stripes, so that words share locks but a word always gets the same one.
-  spinlock& stripe(std::uintptr_t addr) { return stripes_[(addr >> 3) % stripes_.size()].lock; }
 
  private:
-  struct alignas(64) padded_lock {
-    spinlock lock;
-  };
-  std::array<padded_lock, 256> stripes_;
-  void* base_;
+  std::byte* base_;
   std::size_t size_;
   boost::interprocess::managed_external_buffer heap_;  // its bookkeeping is thread-safe
 };
 
-// The segments of the ranks that live in this process, by rank (null for ranks elsewhere): on
-// the local transport every rank's memory is a load or store away. Shared by this process' ranks.
+// The plain address, in this process, of [addr, addr + bytes) of `rank`'s segment seen through
+// `s`; rill::misuse_error naming `what` when the range lies outside it or is not aligned to `align`.
+void* checked_address(const segment_view& s, int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align,
+                      const char* what);
+
+// Every rank's segment as this process sees it, by rank (unmapped for those it cannot address).
+// Shared by this process' ranks.
 struct segment_directory {
-  std::vector<segment*> by_rank;
-  segment* find(int rank) const {
-    return rank >= 0 && static_cast<std::size_t>(rank) < by_rank.size() ? by_rank[static_cast<std::size_t>(rank)]
-                                                                        : nullptr;
+  std::vector<segment_view> by_rank;
+  const segment_view* find(int rank) const {
+    if (rank < 0 || static_cast<std::size_t>(rank) >= by_rank.size()) return nullptr;
+    const segment_view& v = by_rank[static_cast<std::size_t>(rank)];
+    return v.mapped() ? &v : nullptr;
   }
 };
 

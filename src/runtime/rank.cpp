@@ -30,7 +30,6 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       term_(*this),
       large_bytes_(cfg.large_bytes),
       stealing_(*this, cfg),
-      segment_(cfg.segment_bytes),
       shared_segments_(cfg.shared_segments) {
   ep_.on_arrival([this] { pool_.notify(); });
   events_.trace().configure(cfg);

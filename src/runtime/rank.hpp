@@ -48,15 +48,19 @@ class rank_state final : public rank_services {
   lco_table& lcos() { return lcos_; }
   team_table& teams() { return teams_; }
   remote_steal& stealing() { return stealing_; }
-  segment& memory_segment() { return segment_; }
+  segment& memory_segment() { return *segment_; }
   // The segment of `rank` if this rank may address it directly (its own; with --rill:shared-segments,
-  // those of the other ranks in this process), else nullptr.
-  segment* addressable_segment(int rank) {
-    if (rank == id_) return &segment_;
+  // those of the other ranks this process maps), else nullptr.
+  const segment_view* addressable_segment(int rank) const {
+    if (rank == id_) return &own_view_;
     return shared_segments_ && segments_ ? segments_->find(rank) : nullptr;
   }
-  // The segments of this process' ranks; set once at start-up.
-  void set_segments(std::shared_ptr<const segment_directory> d) { segments_ = std::move(d); }
+  // This rank's segment over `memory`, and how this process sees every rank's; once, at start-up.
+  void set_segments(std::byte* memory, std::size_t bytes, std::shared_ptr<const segment_directory> d) {
+    segment_ = std::make_unique<segment>(memory, bytes);
+    own_view_ = segment_->view();
+    segments_ = std::move(d);
+  }
   std::size_t large_bytes() const { return large_bytes_; }
   // The machine's description, shared by the ranks of this process; set once at start-up.
   const rill::machine& machine_model() const { return *machine_; }
@@ -110,7 +114,8 @@ class rank_state final : public rank_services {
   lco_table lcos_{id_};
   team_table teams_{id_, size_};  // teams and the mailboxes of collectives (src/sync/team_table.*)
   std::shared_ptr<const rill::machine> machine_;
-  segment segment_;  // global memory homed here (src/global)
+  std::unique_ptr<segment> segment_;  // global memory homed here (src/global)
+  segment_view own_view_;
   const bool shared_segments_;
   std::shared_ptr<const segment_directory> segments_;
   std::atomic<bool> stopping_{false};

@@ -55,10 +55,13 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   // Collective, like the build check: every rank learns the same description of the machine.
   const auto machine = detail::build_machine(*impl_->transport, cfg.workers);
   for (auto& rank : impl_->ranks) rank->set_machine(machine);
+  // Collective too: the global-memory segments, and which of them this process can address.
+  const detail::segment_memory memory = impl_->transport->map_segments(cfg.segment_bytes, cfg.shared_segments);
   auto segments = std::make_shared<detail::segment_directory>();
-  segments->by_rank.resize(static_cast<std::size_t>(impl_->transport->size()), nullptr);
-  for (auto& rank : impl_->ranks) segments->by_rank[static_cast<std::size_t>(rank->id())] = &rank->memory_segment();
-  for (auto& rank : impl_->ranks) rank->set_segments(segments);
+  for (std::size_t r = 0; r < memory.owner_base.size(); ++r)
+    segments->by_rank.emplace_back(memory.owner_base[r], memory.local_base[r], cfg.segment_bytes);
+  for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
+    impl_->ranks[i]->set_segments(memory.own[i], cfg.segment_bytes, segments);
   detail::log().debug("{} rank(s) here of {}, {} worker(s) each, transport {}", impl_->ranks.size(),
                       impl_->transport->size(), cfg.workers, cfg.transport == transport_kind::mpi ? "mpi" : "local");
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
 
 namespace rill::detail {
@@ -128,9 +129,22 @@ class local_transport final : public transport {
   std::vector<std::string> gather_from_all_ranks(const std::string& mine) override {
     return std::vector<std::string>(owned_.size(), mine);  // every rank lives in this process
   }
+  // One process: every segment is a load away. Without sharing each rank may address only its
+  // own, which rank_state enforces, so the map here is always complete.
+  segment_memory map_segments(std::size_t bytes, bool /*share*/) override {
+    segment_memory m;
+    for (std::size_t r = 0; r < owned_.size(); ++r) {
+      memory_.push_back(std::make_unique<private_memory>(bytes));
+      m.own.push_back(memory_.back()->data());
+      m.owner_base.push_back(reinterpret_cast<std::uintptr_t>(m.own.back()));
+      m.local_base.push_back(m.own.back());
+    }
+    return m;
+  }
   void finish() override {}
 
  private:
+  std::vector<std::unique_ptr<private_memory>> memory_;
   std::vector<local_endpoint*> peers_;
   std::vector<std::unique_ptr<local_endpoint>> owned_;
 };

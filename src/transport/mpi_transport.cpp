@@ -18,6 +18,7 @@
 
 #include "common/log.hpp"
 #include "rill/error.hpp"
+#include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
 
 namespace rill::detail {
@@ -337,6 +338,8 @@ class mpi_transport final : public transport {
 
   ~mpi_transport() override {
     ep_.reset();
+    if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);  // collective on the node, like the end
+    if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
     set_fatal_abort_hook(nullptr);
     MPI_Comm_free(&comm_);
     if (owns_mpi_) MPI_Finalize();
@@ -389,10 +392,76 @@ class mpi_transport final : public transport {
     return out;
   }
 
+  segment_memory map_segments(std::size_t bytes, bool share) override {
+    const int n = size(), me = ep_->rank();
+    std::byte* mine = share ? shared_window(bytes) : nullptr;
+    if (!mine) {
+      private_ = std::make_unique<private_memory>(bytes);
+      mine = private_->data();
+    }
+    segment_memory m;
+    m.own = {mine};
+    m.owner_base.resize(static_cast<std::size_t>(n));
+    m.local_base.assign(static_cast<std::size_t>(n), nullptr);
+    const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(mine));
+    check(MPI_Allgather(&base, 1, MPI_UINT64_T, m.owner_base.data(), 1, MPI_UINT64_T, comm_), "MPI_Allgather");
+    m.local_base[static_cast<std::size_t>(me)] = mine;
+    if (window_ != MPI_WIN_NULL) {
+      // Where each process of the node sees its neighbours' parts of the window.
+      int node_n = 0;
+      MPI_Comm_size(node_comm_, &node_n);
+      std::vector<int> world_of(static_cast<std::size_t>(node_n));
+      check(MPI_Allgather(&me, 1, MPI_INT, world_of.data(), 1, MPI_INT, node_comm_), "MPI_Allgather");
+      for (int i = 0; i < node_n; ++i) {
+        MPI_Aint got = 0;
+        int unit = 0;
+        void* at = nullptr;
+        check(MPI_Win_shared_query(window_, i, &got, &unit, &at), "MPI_Win_shared_query");
+        m.local_base[static_cast<std::size_t>(world_of[static_cast<std::size_t>(i)])] = static_cast<std::byte*>(at);
+      }
+    }
+    return m;
+  }
+
   void finish() override { ep_->finish(); }
 
  private:
+  // This process' part of an MPI-3 shared-memory window over the node's processes, or nullptr
+  // (alone on the node, or the library could not make one on some process: then none uses one).
+  std::byte* shared_window(std::size_t bytes) {
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    int node_n = 0;
+    MPI_Comm_size(node, &node_n);
+    if (node_n == 1) {
+      MPI_Comm_free(&node);
+      return nullptr;
+    }
+    MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each part page-aligned, near its owner
+    void* base = nullptr;
+    MPI_Win win = MPI_WIN_NULL;
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node, &base, &win);
+    MPI_Info_free(&info);
+    int ok = rc == MPI_SUCCESS ? 1 : 0, all_ok = 0;
+    check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+    if (!all_ok) {
+      if (rc == MPI_SUCCESS) MPI_Win_free(&win);
+      log().info("no MPI shared-memory window for {}-byte segments; ranks on this node use messages", bytes);
+      MPI_Comm_free(&node);
+      return nullptr;
+    }
+    window_ = win;
+    node_comm_ = node;
+    return static_cast<std::byte*>(base);
+  }
+
   bool owns_mpi_ = false;
+  MPI_Win window_ = MPI_WIN_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  std::unique_ptr<private_memory> private_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int ranks_on_node_ = 1;
   std::unique_ptr<mpi_endpoint> ep_;

@@ -54,6 +54,15 @@ class endpoint {
   }
 };
 
+// Memory for the ranks' global-memory segments (src/global/segment.hpp).
+struct segment_memory {
+  std::vector<std::byte*> own;  // one range per local endpoint, in local_endpoints() order
+  // By rank: where its segment starts in its owner's address space, and in this process
+  // (nullptr where this process cannot load from it).
+  std::vector<std::uintptr_t> owner_base;
+  std::vector<std::byte*> local_base;
+};
+
 // The ranks of this process and what they share.
 class transport {
  public:
@@ -68,6 +77,11 @@ class transport {
   // Collective start-up exchange: returns, indexed by rank, what each rank's process passed as
   // `mine` (the ranks of one process share its value). Used to describe the machine.
   virtual std::vector<std::string> gather_from_all_ranks(const std::string& mine) = 0;
+  // Collective start-up: `bytes` of segment memory for each rank of this process, and the
+  // segments of other ranks that this process can address (with `share`: under local every
+  // rank's; under mpi those on this node, through an MPI-3 shared-memory window, where the MPI
+  // library provides one). The memory lives until the transport is destroyed.
+  virtual segment_memory map_segments(std::size_t bytes, bool share) = 0;
   // Collective end: all sends complete, every rank has reached this point.
   virtual void finish() = 0;
 };
