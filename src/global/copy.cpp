@@ -21,10 +21,15 @@ void copy_piece(int src_rank, std::uintptr_t src, int dst_rank, std::uintptr_t d
                 promise<void> done) {
   rank_state& r = current_rank("rill::async_copy");
   if (r.addressable_segment(src_rank) && r.addressable_segment(dst_rank)) {
-    fulfil(done, [&] {
+    // A bad range poisons the copy with the check's own words, as it does at a remote owner.
+    try {
       const void* from = segment_address(src_rank, src, bytes, "rill::async_copy (source)");
       std::memmove(segment_address(dst_rank, dst, bytes, "rill::async_copy (destination)"), from, bytes);
-    });
+    } catch (const misuse_error& e) {
+      done.poison(e.what());
+      return;
+    }
+    done.put();
     return;
   }
   if (!r.addressable_segment(src_rank)) {
@@ -48,10 +53,14 @@ void copy_piece(int src_rank, std::uintptr_t src, int dst_rank, std::uintptr_t d
   async_at(
       dst_rank,
       [](std::uintptr_t d, const std::vector<std::byte>& bytes_in, promise<void> p) {
-        fulfil(p, [&] {
+        try {
           std::memcpy(segment_address(rank_me(), d, bytes_in.size(), "rill::async_copy (destination)"), bytes_in.data(),
                       bytes_in.size());
-        });
+        } catch (const misuse_error& e) {
+          p.poison(e.what());
+          return;
+        }
+        p.put();
       },
       dst, std::move(data), std::move(done));
 }
