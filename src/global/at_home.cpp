@@ -30,6 +30,14 @@ void* addressable_or_null(int rank, std::uintptr_t addr, std::size_t bytes, std:
   return s ? checked_address(*s, rank, addr, bytes, align, home_op_name(op)) : nullptr;
 }
 
+void* resolve_target(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op, bool& bad_range) {
+  const rank_state& r = current_rank(home_op_name(op));
+  if (addr == 0 || rank < 0 || rank >= r.size()) check_target(rank, addr, op);  // throws, naming the cause
+  const segment_view* s = r.addressable_segment(rank);
+  bad_range = s && (!s->contains(addr, bytes) || (addr & (align - 1)) != 0);
+  return s && !bad_range ? s->translate(addr) : nullptr;
+}
+
 void* home_address(std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op) {
   const rank_state& r = current_rank(home_op_name(op));
   return checked_address(*r.addressable_segment(r.id()), r.id(), addr, bytes, align, home_op_name(op));

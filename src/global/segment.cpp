@@ -30,7 +30,7 @@ void* checked_address(const segment_view& s, int rank, std::uintptr_t addr, std:
   if (!s.contains(addr, bytes))
     throw misuse_error(
         fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank));
-  if (addr % align != 0)
+  if ((addr & (align - 1)) != 0)  // align: a power of two
     throw misuse_error(fmt::format("{}: 0x{:x} on rank {} is not aligned to {} bytes", what, addr, rank, align));
   return s.translate(addr);
 }

@@ -79,7 +79,8 @@ class segment {
 };
 
 // The plain address, in this process, of [addr, addr + bytes) of `rank`'s segment seen through
-// `s`; rill::misuse_error naming `what` when the range lies outside it or is not aligned to `align`.
+// `s`; rill::misuse_error naming `what` when the range lies outside it or is not aligned to `align`
+// (a power of two).
 void* checked_address(const segment_view& s, int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align,
                       const char* what);
 

@@ -31,6 +31,11 @@ const char* home_op_name(home_op op);
 // that segment directly; nullptr if it does not. Throws misuse_error when the range lies outside
 // the segment or is not aligned to `align`.
 void* addressable_or_null(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
+// The hot path's single lookup: checks the pointer as check_target does (misuse_error), then
+// returns the element's address here if the calling rank addresses the owner's segment and the
+// range is good; nullptr otherwise, with `bad_range` telling a bad range (addressable_or_null then
+// says why) from a segment this rank does not address.
+void* resolve_target(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op, bool& bad_range);
 // At the home (the calling rank owns the segment): the plain pointer, checked as above.
 void* home_address(std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
 // Checks, at the call, that a pointer is not null and names an existing rank (misuse_error).
@@ -155,16 +160,18 @@ template <serialised S, class T, class Op, class... A>
 future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, event after, Op op, A... args) {
   using R = home_result_t<Op, T, A...>;
   using E = std::remove_const_t<T>;
-  check_target(p.where(), p.raw_address(), kind);
   const int rank = p.where();
   const std::uintptr_t addr = p.raw_address();
+  bool bad_range = false;
+  void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
   if (after.is_none()) {
     // The common case: start now, and where the element is addressable, finish now.
-    void* here = nullptr;
-    try {
-      here = addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
-    } catch (const std::exception& e) {
-      return poisoned_future<R>(e.what());
+    if (bad_range) {
+      try {
+        addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
+      } catch (const std::exception& e) {
+        return poisoned_future<R>(e.what());
+      }
     }
     if (here) {
       try {
@@ -188,12 +195,13 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
   run_after(
       after,
       [=]() mutable {
-        void* here = nullptr;
-        try {
-          here = addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
-        } catch (const std::exception& e) {
-          pr.poison(e.what());
-          return;
+        if (bad_range) {
+          try {
+            addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
+          } catch (const std::exception& e) {
+            pr.poison(e.what());
+            return;
+          }
         }
         if (here)
           apply_to_sink<S>(static_cast<E*>(here), rank, addr, kind, op, local_sink<R>{pr}, args...);
@@ -209,15 +217,17 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
 template <serialised S, class T, class Op, class... A>
 void run_at_home_ff(home_op kind, completion_counter& done, global_ptr<T> p, Op op, A... args) {
   using E = std::remove_const_t<T>;
-  check_target(p.where(), p.raw_address(), kind);
   const int rank = p.where();
   const std::uintptr_t addr = p.raw_address();
-  void* here = nullptr;
-  try {
-    here = addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
-  } catch (const std::exception& e) {
-    done.failed_here(e.what());
-    return;
+  bool bad_range = false;
+  void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
+  if (bad_range) {
+    try {
+      addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
+    } catch (const std::exception& e) {
+      done.failed_here(e.what());
+      return;
+    }
   }
   if (here) {
     try {
