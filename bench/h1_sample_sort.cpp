@@ -1,7 +1,7 @@
 // H1 — SampleSort of 64-bit keys, weak scaling (HabaneroUPC++ §5, Fig. 11a/12a): N keys per rank.
 //
-// Each rank: sort its keys locally (Rill: a parallel merge sort with rill::async under
-// rill::finish, as the paper's parallel qsort; threshold 2^14 keys), take 64 evenly spaced
+// Each rank: sort its keys locally (Rill: the paper's parallel quicksort, the two sides of each
+// partition as rill::async tasks under rill::finish; threshold 2^14 keys), take 64 evenly spaced
 // samples, allgather them, pick rank_n - 1 splitters, cut the sorted keys at the splitters,
 // alltoallv the pieces, merge the received sorted runs. Then the result is verified: every
 // rank's keys sorted, each rank's last key <= the next rank's first, and the count and the sum
@@ -42,19 +42,26 @@ std::vector<key> make_keys(int rank, std::size_t n) {
   return v;
 }
 
-// Rill's local sort: halves sorted as tasks, then merged (in place).
+// Rill's local sort, the paper's parallel quicksort: partition around the median of three keys,
+// then sort the two sides as tasks; std::sort below the threshold, or when the pivot is the
+// smallest key and splits nothing off.
 void parallel_sort(key* first, key* last) {
   const std::size_t n = static_cast<std::size_t>(last - first);
   if (n <= sort_threshold) {
     std::sort(first, last);
     return;
   }
-  key* mid = first + n / 2;
+  const key a = first[0], b = first[n / 2], c = last[-1];
+  const key pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));
+  key* mid = std::partition(first, last, [pivot](key k) { return k < pivot; });
+  if (mid == first) {
+    std::sort(first, last);
+    return;
+  }
   rill::finish([&] {
     rill::async([=] { parallel_sort(first, mid); });
     parallel_sort(mid, last);
   });
-  std::inplace_merge(first, mid, last);
 }
 
 std::vector<key> pick_samples(const std::vector<key>& sorted) {
