@@ -28,6 +28,17 @@
 
 namespace rill::detail {
 
+// Sanitizers enlarge frames (ASan gives every local its own redzoned slot: one level of std::sort
+// over events takes 3.5 KiB), so a stack size chosen for the plain build overflows under them.
+// Fiber stacks are this many times --rill:stack in sanitizer builds.
+#if defined(RILL_ASAN)
+inline constexpr std::size_t sanitizer_stack_factor = 4;
+#elif defined(RILL_TSAN)
+inline constexpr std::size_t sanitizer_stack_factor = 2;
+#else
+inline constexpr std::size_t sanitizer_stack_factor = 1;
+#endif
+
 struct fiber_rec {
   boost::context::detail::fcontext_t ctx = nullptr;  // where to resume it while it is suspended
   boost::context::stack_context stack{};             // empty for a thread's own stack

@@ -8,6 +8,11 @@
 #include <fstream>
 
 #include "common/log.hpp"
+#include "scheduler/fiber.hpp"  // RILL_ASAN
+
+#if defined(RILL_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace rill::detail {
 
@@ -33,6 +38,12 @@ stack_pool::stack_pool(std::size_t stack_bytes) : bytes_((stack_bytes + page_siz
 
 stack_pool::~stack_pool() {
   for (const auto& m : all_) {
+#if defined(RILL_ASAN)
+    // Fibers never return through their outermost frames (and those dropped at shutdown stop
+    // anywhere), so ASan's stack redzones stay in the shadow; the next mmap of these addresses
+    // (a segment, another stack) would inherit them.
+    __asan_unpoison_memory_region(m.base, m.length);
+#endif
     munmap(m.base, m.length);
     if (m.guarded) guarded_budget.fetch_add(1, std::memory_order_relaxed);
   }

@@ -32,7 +32,7 @@ inline void cpu_relax() {
 worker* current_worker() { return tls_worker; }
 
 worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
-    : pool_(pool), index_(index), stacks_(stack_bytes) {}
+    : pool_(pool), index_(index), stacks_(stack_bytes * sanitizer_stack_factor) {}
 
 worker::~worker() {
   // Fibers still suspended at shutdown wait for something that will never come; resuming them
