@@ -1,9 +1,10 @@
 // G3: GUPS (HPCC RandomAccess) through Rill's global memory: every rank owns 2^k words of a table
 // (word i of the whole table starts as i), and each rank XORs 4 x (its share) pseudo-random values
-// into the words their low bits name, wherever those live. Two Rill forms: remote atomics
-// (rill::atomics::bit_xor, feed-forward with a completion_counter) and delegates
-// (rill::delegate::call_ff with a plain XOR). Verification, HPCC style: the same updates again must
-// bring every word back to its start; `errors` counts the words that did not (HPCC allows 1%).
+// into the words their low bits name, wherever those live. The table is a rill::global_array;
+// Rill updates it with remote atomics (rill::atomics::bit_xor, feed-forward with a
+// completion_counter) and with delegates (rill::delegate::call_ff with a plain XOR), and, to show
+// the cost of resolving an index, with atomics on per-rank global pointers. Verification, HPCC style: the same updates
+// again must bring every word back to its start; `errors` counts the words that did not (HPCC allows 1%).
 //
 // Peers in the same run: under mpirun, MPI RMA in the same processes before Rill starts (a window
 // from MPI_Win_allocate, MPI_Accumulate with MPI_BXOR under MPI_Win_lock_all, flushed every 1024
@@ -12,8 +13,10 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -43,39 +46,64 @@ struct shape {
   std::uint64_t words() const { return per_rank() * static_cast<std::uint64_t>(ranks); }
 };
 
-// Runs fn(owner, offset, value) for each of rank r's updates.
+// Runs fn(word, value) for each of rank r's updates (word: the index in the whole table).
 template <class F>
 void for_each_update(const shape& s, int r, F&& fn) {
-  const std::uint64_t mask = s.words() - 1, low = s.per_rank() - 1;
+  const std::uint64_t mask = s.words() - 1;
   std::uint64_t ran = stream_start(r);
   for (std::uint64_t k = 0; k < s.updates; ++k) {
     ran = next(ran);
-    const std::uint64_t idx = ran & mask;
-    fn(static_cast<int>(idx >> s.log_per_rank), idx & low, ran);
+    fn(ran & mask, ran);
   }
 }
 
 // ---- Rill -----------------------------------------------------------------------------------
 
-enum class form { atomic, delegate };
+// The forms: atomics and delegates on a global array (rill::dist::blocked, so rank r holds words
+// r * 2^k ... (r + 1) * 2^k - 1, as in the peers), and atomics through per-rank global pointers
+// (rank, offset: no index to resolve), which shows what resolving an index costs.
+enum class form { atomic, delegate, atomic_pointers };
+constexpr form forms[] = {form::atomic, form::delegate, form::atomic_pointers};
+const char* name_of(form f) {
+  return f == form::atomic ? "atomic xor" : f == form::delegate ? "delegate xor" : "atomic xor, per-rank pointers";
+}
+
+struct tables {
+  rill::global_array<std::uint64_t> array;
+  std::vector<rill::global_ptr<std::uint64_t>> by_rank;
+};
+
+// Word i of both tables back at i: the calling rank's words that are not.
+std::uint64_t misplaced_here(const shape& s, const tables& t) {
+  const int me = rill::rank_me();
+  std::atomic<std::uint64_t> bad{0};
+  t.array.for_each_here([&](std::uint64_t i, const std::uint64_t& w) {
+    if (w != i) bad.fetch_add(1, std::memory_order_relaxed);
+  });
+  const std::uint64_t* mine = t.by_rank[static_cast<std::size_t>(me)].local(s.per_rank());
+  for (std::uint64_t i = 0; i < s.per_rank(); ++i) bad += mine[i] != static_cast<std::uint64_t>(me) * s.per_rank() + i;
+  return bad.load();
+}
 
 // One timed pass (seconds on rank 0) and, after it, the same updates again (untimed) so the table
-// is back at its start; returns the words of this rank that are not.
-double rill_pass(const shape& s, form f, const std::vector<rill::global_ptr<std::uint64_t>>& tables,
-                 std::uint64_t& errors) {
+// is back at its start; returns the words that are not.
+double rill_pass(const shape& s, form f, const tables& t, std::uint64_t& errors) {
   const auto world = rill::team::world();
   const int me = rill::rank_me();
+  const std::uint64_t low = s.per_rank() - 1;
   const auto run = [&] {
     rill::completion_counter done;
     if (f == form::atomic)
-      for_each_update(s, me, [&](int owner, std::uint64_t off, std::uint64_t v) {
-        rill::atomics::bit_xor(tables[static_cast<std::size_t>(owner)] + static_cast<std::ptrdiff_t>(off), v, done);
+      for_each_update(s, me,
+                      [&](std::uint64_t idx, std::uint64_t v) { rill::atomics::bit_xor(t.array[idx], v, done); });
+    else if (f == form::delegate)
+      for_each_update(s, me, [&](std::uint64_t idx, std::uint64_t v) {
+        rill::delegate::call_ff(
+            done, t.array[idx], [](std::uint64_t& w, std::uint64_t x) { w ^= x; }, v);
       });
     else
-      for_each_update(s, me, [&](int owner, std::uint64_t off, std::uint64_t v) {
-        rill::delegate::call_ff(
-            done, tables[static_cast<std::size_t>(owner)] + static_cast<std::ptrdiff_t>(off),
-            [](std::uint64_t& w, std::uint64_t x) { w ^= x; }, v);
+      for_each_update(s, me, [&](std::uint64_t idx, std::uint64_t v) {
+        rill::atomics::bit_xor(t.by_rank[idx >> s.log_per_rank] + static_cast<std::ptrdiff_t>(idx & low), v, done);
       });
     done.wait();
   };
@@ -83,14 +111,11 @@ double rill_pass(const shape& s, form f, const std::vector<rill::global_ptr<std:
   const auto t0 = bench::clock::now();
   run();
   world.barrier().wait();
-  const double t = bench::seconds_since(t0);
+  const double seconds = bench::seconds_since(t0);
   run();
   world.barrier().wait();
-  const std::uint64_t* mine = tables[static_cast<std::size_t>(me)].local(s.per_rank());
-  std::uint64_t bad = 0;
-  for (std::uint64_t i = 0; i < s.per_rank(); ++i) bad += mine[i] != static_cast<std::uint64_t>(me) * s.per_rank() + i;
-  errors = world.allreduce(bad, rill::reduce::sum<std::uint64_t>{}).get();
-  return t;
+  errors = world.allreduce(misplaced_here(s, t), rill::reduce::sum<std::uint64_t>{}).get();
+  return seconds;
 }
 
 // ---- MPI RMA peer ---------------------------------------------------------------------------
@@ -107,9 +132,11 @@ double mpi_pass(const shape& s, std::uint64_t& errors) {
   std::vector<std::uint64_t> values(batch);
   const auto run = [&] {
     std::size_t n = 0;
-    for_each_update(s, me, [&](int owner, std::uint64_t off, std::uint64_t v) {
+    const std::uint64_t low = s.per_rank() - 1;
+    for_each_update(s, me, [&](std::uint64_t idx, std::uint64_t v) {
       values[n] = v;
-      MPI_Accumulate(&values[n], 1, MPI_UINT64_T, owner, static_cast<MPI_Aint>(off), 1, MPI_UINT64_T, MPI_BXOR, win);
+      MPI_Accumulate(&values[n], 1, MPI_UINT64_T, static_cast<int>(idx >> s.log_per_rank),
+                     static_cast<MPI_Aint>(idx & low), 1, MPI_UINT64_T, MPI_BXOR, win);
       if (++n == batch) {
         MPI_Win_flush_all(win);
         n = 0;
@@ -142,9 +169,8 @@ double threads_pass(const shape& s, std::uint64_t& errors) {
     std::vector<std::thread> threads;
     for (int r = 0; r < s.ranks; ++r)
       threads.emplace_back([&, r] {
-        for_each_update(s, r, [&](int owner, std::uint64_t off, std::uint64_t v) {
-          std::atomic_ref<std::uint64_t>(table[(static_cast<std::uint64_t>(owner) << s.log_per_rank) | off])
-              .fetch_xor(v, std::memory_order_relaxed);
+        for_each_update(s, r, [&](std::uint64_t idx, std::uint64_t v) {
+          std::atomic_ref<std::uint64_t>(table[idx]).fetch_xor(v, std::memory_order_relaxed);
         });
       });
     for (auto& t : threads) t.join();
@@ -190,8 +216,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<double> rates[2];
-  std::uint64_t errors[2] = {0, 0};
+  std::vector<double> rates[std::size(forms)];
+  std::uint64_t errors[std::size(forms)] = {};
   int workers = 0;
   bool rank0 = false;
   {
@@ -200,25 +226,29 @@ int main(int argc, char** argv) {
     rt.run_spmd([&] {
       const int n = rill::rank_n();
       const shape s{log_words, n, std::uint64_t{4} << log_words};
+      tables t;
+      if (rill::rank_me() == 0) t.array = rill::global_alloc<std::uint64_t>(s.words(), rill::dist::blocked);
+      t.array = rill::team::world().broadcast(t.array, 0).get();
+      t.array.for_each_here([](std::uint64_t i, std::uint64_t& w) { w = i; });
       rill::global_ptr<std::uint64_t> mine = rill::new_array<std::uint64_t>(s.per_rank());
       std::uint64_t* w = mine.local(s.per_rank());
       for (std::uint64_t i = 0; i < s.per_rank(); ++i)
         w[i] = static_cast<std::uint64_t>(rill::rank_me()) * s.per_rank() + i;
-      const auto tables = rill::team::world().allgather(mine).get();
-      for (form f : {form::atomic, form::delegate})
+      t.by_rank = rill::team::world().allgather(mine).get();
+      for (form f : forms)
         for (int r = 0; r < reps; ++r) {
           std::uint64_t e = 0;
-          const double t = rill_pass(s, f, tables, e);
+          const double seconds = rill_pass(s, f, t, e);
           if (rill::rank_me() == 0) {
             const auto i = static_cast<std::size_t>(f);
-            rates[i].push_back(static_cast<double>(s.updates) * n / t);
+            rates[i].push_back(static_cast<double>(s.updates) * n / seconds);
             errors[i] += e;
-            bench::progress("G3 rill {} rep {}: {:.3g} updates/s ({} errors)",
-                            f == form::atomic ? "atomic" : "delegate", r, rates[i].back(), e);
+            bench::progress("G3 rill {} rep {}: {:.3g} updates/s ({} errors)", name_of(f), r, rates[i].back(), e);
           }
         }
       rill::team::world().barrier().wait();
       rill::delete_array(mine);
+      if (rill::rank_me() == 0) rill::global_free(t.array);
       if (rill::rank_me() == 0) {
         rank0 = true;
         ranks = n;
@@ -239,13 +269,13 @@ int main(int argc, char** argv) {
   }
 
   if (rank0) {
-    for (form f : {form::atomic, form::delegate}) {
+    for (form f : forms) {
       const auto i = static_cast<std::size_t>(f);
       bench::result r;
       r.id = "G3";
-      r.case_name = fmt::format("2^{} words per rank, {} {} {}, {} worker{}, {}", log_words, ranks,
-                                ranks == 1 ? "rank" : "ranks", mpi ? "mpi" : "local", workers, workers == 1 ? "" : "s",
-                                f == form::atomic ? "atomic xor" : "delegate xor");
+      r.case_name =
+          fmt::format("2^{} words per rank, {} {} {}, {} worker{}, {}", log_words, ranks, ranks == 1 ? "rank" : "ranks",
+                      mpi ? "mpi" : "local", workers, workers == 1 ? "" : "s", name_of(f));
       r.metric = "random updates";
       r.unit = "updates/s";
       r.higher_is_better = true;
@@ -263,5 +293,7 @@ int main(int argc, char** argv) {
     }
   }
   if (mpi) MPI_Finalize();
-  return errors[0] == 0 && errors[1] == 0 && peer_errors == 0 ? 0 : 1;
+  return std::all_of(std::begin(errors), std::end(errors), [](std::uint64_t e) { return e == 0; }) && peer_errors == 0
+             ? 0
+             : 1;
 }

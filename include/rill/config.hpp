@@ -29,6 +29,7 @@ struct config {
   steal_policy steal = steal_policy::random;           // how an idle rank picks a victim to steal async_any tasks from
   std::uint32_t steal_batch = 8;                       // the most tasks one steal takes
   std::size_t segment_bytes = std::size_t{128} << 20;  // each rank's segment for global memory
+  std::size_t global_heap_bytes = std::size_t{64} << 20;  // its last part: the rank's part of the global heap
   bool shared_segments = true;                         // ranks of one process address each other's segments directly
 };
 

@@ -156,6 +156,12 @@ const std::vector<option_spec>& table() {
        [](parsed_options& o, std::string_view v) {
          o.cfg.segment_bytes = parse_size("segment", v, 64 * 1024, 1ull << 40);
        }},
+      {"global-heap", "half the segment",
+       "the last part of each rank's segment that holds global arrays (rill::global_alloc); a multiple of 4 KiB",
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.global_heap_bytes = parse_size("global-heap", v, 0, 1ull << 40);
+         o.global_heap_given = true;
+       }},
       {"shared-segments", "on",
        "on: ranks in one process (local transport) or on one node (mpi, a shared-memory window) address each "
        "other's segments directly; off: only their own",
@@ -188,6 +194,19 @@ std::string env_name(std::string_view name) {
   return e;
 }
 
+// Whole pages for both, and room for the rank's own heap (at least 64 KiB) before the global one.
+void fit_global_heap(parsed_options& o) {
+  constexpr std::size_t page = 4096, own_heap_min = 64 * 1024;
+  rill::config& c = o.cfg;
+  c.segment_bytes = (c.segment_bytes + page - 1) / page * page;
+  if (!o.global_heap_given) c.global_heap_bytes = std::min(c.segment_bytes / 2, c.segment_bytes - own_heap_min);
+  c.global_heap_bytes = c.global_heap_bytes / page * page;
+  if (c.global_heap_bytes + own_heap_min > c.segment_bytes)
+    throw usage_error(
+        fmt::format("--rill:global-heap={} leaves less than 64 KiB of --rill:segment={} to the rank's own heap",
+                    c.global_heap_bytes, c.segment_bytes));
+}
+
 }  // namespace
 
 parsed_options parse_options(int& argc, char** argv) {
@@ -218,6 +237,7 @@ parsed_options parse_options(int& argc, char** argv) {
     argc = out;
     argv[argc] = nullptr;
   }
+  fit_global_heap(o);
   return o;
 }
 

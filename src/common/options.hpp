@@ -12,6 +12,7 @@ struct parsed_options {
   rill::config cfg;
   bool workers_given = false;    // otherwise chosen from the cores per rank on this node
   bool transport_given = false;  // otherwise detected from the launcher's environment
+  bool global_heap_given = false;  // otherwise half of the segment
   bool help = false;
 };
 

@@ -8,10 +8,11 @@
 
 namespace rill::detail {
 
-segment::segment(std::byte* memory, std::size_t bytes)
+segment::segment(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes)
     : base_(memory),
       size_(bytes),
-      heap_(boost::interprocess::create_only, memory + sizeof(segment_header), bytes - sizeof(segment_header)) {
+      heap_(boost::interprocess::create_only, memory + sizeof(segment_header),
+            bytes - sizeof(segment_header) - global_heap_bytes) {
   ::new (static_cast<void*>(memory)) segment_header();
 }
 

@@ -36,6 +36,8 @@ class segment_view {
       : owner_(owner_base), local_(local_base), size_(bytes) {}
 
   bool mapped() const { return local_ != nullptr; }
+  std::uintptr_t owner_base() const { return owner_; }
+  std::size_t size() const { return size_; }
   // Whether [addr, addr + bytes), in owner addresses, lies in the part of the segment that is
   // allocated from (not the header).
   bool contains(std::uintptr_t addr, std::size_t bytes) const {
@@ -58,15 +60,17 @@ class segment_view {
 };
 
 // The owner's side of a segment: allocation over memory the transport provides (and frees, after
-// this object is gone).
+// this object is gone). Its last `global_heap_bytes` are this rank's part of the global heap
+// (rill/global_array.hpp), which rank 0's symmetric_heap hands out; the rest after the header is
+// this rank's own heap (rill::new_array).
 class segment {
  public:
-  segment(std::byte* memory, std::size_t bytes);
+  segment(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes);
   ~segment();
   segment(const segment&) = delete;
   segment& operator=(const segment&) = delete;
 
-  // nullptr when the segment has no room (align: a power of two).
+  // From this rank's own heap; nullptr when it has no room (align: a power of two).
   void* allocate(std::size_t bytes, std::size_t align);
   void deallocate(void* p);
   segment_view view() const { return {reinterpret_cast<std::uintptr_t>(base_), base_, size_}; }

@@ -11,6 +11,7 @@
 #include <vector>
 #include "events/event_table.hpp"
 #include "global/segment.hpp"
+#include "global/symmetric_heap.hpp"
 
 #include "messages/aggregator.hpp"
 #include "messages/decoder.hpp"
@@ -56,11 +57,22 @@ class rank_state final : public rank_services {
     return shared_segments_ && segments_ ? segments_->find(rank) : nullptr;
   }
   // This rank's segment over `memory`, and how this process sees every rank's; once, at start-up.
-  void set_segments(std::byte* memory, std::size_t bytes, std::shared_ptr<const segment_directory> d) {
-    segment_ = std::make_unique<segment>(memory, bytes);
+  // Rank 0 also keeps the global heap's allocator.
+  void set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes,
+                    std::shared_ptr<const segment_directory> d) {
+    segment_ = std::make_unique<segment>(memory, bytes, global_heap_bytes);
     own_view_ = segment_->view();
     segments_ = std::move(d);
+    global_heap_bytes_ = global_heap_bytes;
+    if (id_ == 0) global_heap_ = std::make_unique<symmetric_heap>(global_heap_bytes);
   }
+  // Where rank r's part of the global heap starts, in r's address space.
+  std::uintptr_t global_heap_base(int r) const {
+    const segment_view& v = segments_->by_rank[static_cast<std::size_t>(r)];
+    return v.owner_base() + v.size() - global_heap_bytes_;
+  }
+  // The global heap's allocator: on rank 0, else nullptr.
+  symmetric_heap* global_heap() { return global_heap_.get(); }
   std::size_t large_bytes() const { return large_bytes_; }
   // The machine's description, shared by the ranks of this process; set once at start-up.
   const rill::machine& machine_model() const { return *machine_; }
@@ -118,6 +130,8 @@ class rank_state final : public rank_services {
   segment_view own_view_;
   const bool shared_segments_;
   std::shared_ptr<const segment_directory> segments_;
+  std::size_t global_heap_bytes_ = 0;
+  std::unique_ptr<symmetric_heap> global_heap_;
   std::atomic<bool> stopping_{false};
   int exit_code_ = 0;
 };

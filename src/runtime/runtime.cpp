@@ -61,7 +61,7 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   for (std::size_t r = 0; r < memory.owner_base.size(); ++r)
     segments->by_rank.emplace_back(memory.owner_base[r], memory.local_base[r], cfg.segment_bytes);
   for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
-    impl_->ranks[i]->set_segments(memory.own[i], cfg.segment_bytes, segments);
+    impl_->ranks[i]->set_segments(memory.own[i], cfg.segment_bytes, cfg.global_heap_bytes, segments);
   detail::log().debug("{} rank(s) here of {}, {} worker(s) each, transport {}", impl_->ranks.size(),
                       impl_->transport->size(), cfg.workers, cfg.transport == transport_kind::mpi ? "mpi" : "local");
 }

@@ -20,10 +20,10 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",        "workers",        "transport",     "stack", "agg-bytes",
-                                 "agg-age-us",   "large-bytes",    "queue-buffers", "chaos", "log",
-                                 "idle-poll-us", "event-graph",    "hang-report-s", "steal", "steal-batch",
-                                 "segment",      "shared-segments"};
+const char* const all_names[] = {"ranks",        "workers",     "transport",      "stack", "agg-bytes",
+                                 "agg-age-us",   "large-bytes", "queue-buffers",  "chaos", "log",
+                                 "idle-poll-us", "event-graph", "hang-report-s",  "steal", "steal-batch",
+                                 "segment",      "global-heap", "shared-segments"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -247,6 +247,20 @@ TEST_F(Options, SegmentSizeAndSharing) {
   EXPECT_FALSE(o.cfg.shared_segments);
   expect_usage_error("--rill:segment=1KiB", "segment");
   expect_usage_error("--rill:shared-segments=maybe", "shared-segments");
+}
+
+TEST_F(Options, GlobalHeapIsHalfTheSegmentUnlessGivenAndLeavesRoomForTheOwnHeap) {
+  args d{"prog", "--rill:segment=1GiB"};
+  EXPECT_EQ(parse(d).cfg.global_heap_bytes, std::size_t{512} << 20);
+  args small{"prog", "--rill:segment=64KiB"};  // too small to split: all of it is the rank's own
+  EXPECT_EQ(parse(small).cfg.global_heap_bytes, 0u);
+  args odd{"prog", "--rill:segment=1000000", "--rill:global-heap=500000"};  // whole pages
+  parsed_options o = parse(odd);
+  EXPECT_EQ(o.cfg.segment_bytes % 4096, 0u);
+  EXPECT_GE(o.cfg.segment_bytes, 1000000u);
+  EXPECT_EQ(o.cfg.global_heap_bytes, 500000u / 4096 * 4096);
+  expect_usage_error("--rill:global-heap=128MiB", "global-heap");  // all of the default segment
+  expect_usage_error("--rill:global-heap=lots", "global-heap");
 }
 
 TEST_F(Options, EventGraphAndHangReport) {

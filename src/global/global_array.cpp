@@ -1,0 +1,159 @@
+// The non-template half of rill/global_array.hpp: planning a layout, allocating and freeing it
+// (local arrays on their home's own heap, the others in the global heap that rank 0 manages).
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstring>
+#include <limits>
+
+#include "rill/future.hpp"
+#include "rill/global_array.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+using kind = distribution::kind;
+
+// Elements per block for cyclic and user distributions.
+std::uint64_t block_elements(std::size_t elem, const distribution& d, const char* name) {
+  if (d.block_bytes() == 0) return std::max<std::uint64_t>(1, 64 / elem);
+  if (d.block_bytes() % elem != 0)
+    throw misuse_error(
+        fmt::format("rill::global_alloc: a {} block of {} bytes is not a whole number of {}-byte elements", name,
+                    d.block_bytes(), elem));
+  return d.block_bytes() / elem;
+}
+
+// The bytes each rank's part of the global heap holds for the layout.
+std::uint64_t part_bytes(const array_layout& l, std::size_t elem, int ranks) {
+  const auto R = static_cast<std::uint64_t>(ranks);
+  switch (l.kind) {
+    case kind::blocked: return l.block * elem;
+    case kind::cyclic: return (l.blocks() + R - 1) / R * l.block * elem;
+    case kind::user: return l.n * elem;  // an element keeps its index's place
+    case kind::local: break;
+  }
+  return l.n * elem;
+}
+
+// Zeroes the calling rank's elements of the layout.
+void zero_here(const array_layout& l, std::size_t elem) {
+  const int me = rank_me(), ranks = rank_n();
+  auto* part = reinterpret_cast<std::byte*>(part_address(l, me, 0, elem));
+  for (std::uint64_t j = 0, s = l.slots(me, ranks); j < s; ++j) {
+    const auto r = l.slot(me, ranks, j);
+    if (r.count > 0) std::memset(part + r.index * elem, 0, r.count * elem);
+  }
+}
+
+std::uintptr_t allocate_own(std::uint64_t bytes, std::uint64_t align) {
+  const std::uintptr_t at = segment_allocate(bytes, align, "rill::global_alloc");
+  std::memset(reinterpret_cast<void*>(at), 0, bytes);  // the own heap reuses freed memory
+  return at;
+}
+
+std::uint64_t allocate_global(std::uint64_t bytes, std::uint64_t align) {
+  rank_state& r = current_rank("rill::global_alloc");
+  const auto at = r.global_heap()->allocate(bytes, align);
+  if (!at)
+    throw misuse_error(
+        fmt::format("rill::global_alloc: {} bytes on every rank do not fit in what is free of the {}-byte global heap "
+                    "(--rill:global-heap)",
+                    bytes, r.global_heap()->size()));
+  return *at;
+}
+
+// On rank 0: takes the array out of use (refusing one that is not live), has every rank zero its
+// elements, then makes the range reusable.
+void free_global(array_layout l, std::uint64_t elem) {
+  rank_state& r = current_rank("rill::global_free");
+  const auto bytes = r.global_heap()->retire(l.where);
+  if (!bytes)
+    throw misuse_error(fmt::format(
+        "rill::global_free: no global array starts at offset {} of the global heap (freed already?)", l.where));
+  std::vector<event> zeroed;
+  for (int k = 0, ranks = rank_n(); k < ranks; ++k)
+    if (l.slots(k, ranks) > 0) zeroed.push_back(proc(k).spawn([l, elem] { zero_here(l, elem); }));
+  merge(zeroed).wait();
+  r.global_heap()->recycle(l.where, *bytes);
+}
+
+}  // namespace
+
+array_layout plan_layout(std::uint64_t n, std::size_t elem, const distribution& d) {
+  if (elem == 0 || n > std::numeric_limits<std::uint64_t>::max() / elem)
+    throw misuse_error(fmt::format("rill::global_alloc: {} elements of {} bytes overflow 64 bits", n, elem));
+  array_layout l;
+  l.n = n;
+  l.kind = d.what();
+  const int ranks = rank_n();
+  switch (d.what()) {
+    case kind::local:
+      if (d.rank() < -1 || d.rank() >= ranks)
+        throw misuse_error(
+            fmt::format("rill::global_alloc: dist::local({}) names no rank (there are {})", d.rank(), ranks));
+      l.rank = d.rank() == -1 ? rank_me() : d.rank();
+      l.block = n;
+      break;
+    case kind::blocked:
+      l.block =
+          std::max<std::uint64_t>(1, (n + static_cast<std::uint64_t>(ranks) - 1) / static_cast<std::uint64_t>(ranks));
+      break;
+    case kind::cyclic: l.block = block_elements(elem, d, "cyclic"); break;
+    case kind::user:
+      if (d.user_code() == 0) throw misuse_error("rill::global_alloc: dist::user with a null function");
+      l.block = block_elements(elem, d, "user");
+      l.user = d.user_code();
+      for (std::uint64_t b = 0; b < l.blocks(); ++b) {
+        const int home = l.home_of_block(b, ranks);
+        if (home < 0 || home >= ranks)
+          throw misuse_error(
+              fmt::format("rill::global_alloc: the user distribution puts block {} of {} on rank {} (there are {})", b,
+                          l.blocks(), home, ranks));
+      }
+      break;
+  }
+  if (std::has_single_bit(l.block)) l.shift = static_cast<std::int8_t>(std::countr_zero(l.block));
+  return l;
+}
+
+void allocate_layout(array_layout& l, std::size_t elem, std::size_t align) {
+  if (l.n == 0) return;
+  if (l.kind == kind::local) {
+    const std::uint64_t bytes = l.n * elem;
+    l.where = l.rank == rank_me() ? allocate_own(bytes, align) : rpc(l.rank, &allocate_own, bytes, align).get();
+    return;
+  }
+  const std::uint64_t bytes = part_bytes(l, elem, rank_n());
+  l.where = rank_me() == 0 ? allocate_global(bytes, align) : rpc(0, &allocate_global, bytes, align).get();
+}
+
+void free_layout(const array_layout& l, std::size_t elem) {
+  if (l.n == 0) return;
+  if (l.kind == kind::local) {
+    auto free_own = [](std::uintptr_t at) { segment_free(rank_me(), at, "rill::global_free"); };
+    if (l.rank == rank_me())
+      free_own(l.where);
+    else
+      rpc(l.rank, free_own, l.where).get();
+    return;
+  }
+  rpc(0, &free_global, l, std::uint64_t{elem}).get();
+}
+
+element_place element_at(const array_layout& l, std::uint64_t i, std::size_t elem) {
+  const rank_state& me = current_rank("rill::global_array");
+  const auto p = l.locate(i, me.size());
+  const std::uintptr_t base = l.kind == kind::local ? l.where : me.global_heap_base(p.rank) + l.where;
+  return {p.rank, base + p.index * elem};
+}
+
+std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem) {
+  const std::uintptr_t base =
+      l.kind == kind::local ? l.where : current_rank("rill::global_array").global_heap_base(r) + l.where;
+  return base + index * elem;
+}
+
+}  // namespace rill::detail
