@@ -26,7 +26,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -124,6 +123,8 @@ void allocate_layout(array_layout& l, std::size_t elem, std::size_t align);
 void free_layout(const array_layout& l, std::size_t elem);
 // The address, in its owner's address space, of index `index` of rank `r`'s part.
 std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem);
+// Throws the misuse_error of an index past the end (out of line: indexing is a hot path).
+[[noreturn]] void index_out_of_range(std::uint64_t i, std::uint64_t n);
 struct element_place {
   int rank;
   std::uintptr_t address;  // in the owner's address space
@@ -154,9 +155,8 @@ class global_array {
 
   // The element's global pointer; rill::misuse_error when i is out of range.
   global_ptr<T> operator[](std::uint64_t i) const {
-    if (i >= l_.n)
-      throw misuse_error("rill::global_array: index " + std::to_string(i) + " is out of range (size " +
-                         std::to_string(l_.n) + ")");
+    if (i >= l_.n) [[unlikely]]
+      detail::index_out_of_range(i, l_.n);
     const auto e = detail::element_at(l_, i, sizeof(T));
     return global_ptr<T>(e.rank, reinterpret_cast<T*>(e.address));
   }

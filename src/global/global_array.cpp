@@ -9,6 +9,7 @@
 #include "rill/future.hpp"
 #include "rill/global_array.hpp"
 #include "runtime/rank.hpp"
+#include "scheduler/worker.hpp"
 
 namespace rill::detail {
 
@@ -143,16 +144,40 @@ void free_layout(const array_layout& l, std::size_t elem) {
   rpc(0, &free_global, l, std::uint64_t{elem}).get();
 }
 
+namespace {
+// Indexing is on the hot path of every operation on an element (GUPS: one per update), and the
+// rank's tables sit at the end of a chain of loads (thread -> worker -> rank -> segments), each
+// waiting for the atomic before it. A thread caches the tables of the rank its worker serves.
+struct heap_bases_here {
+  const void* worker = nullptr;
+  const std::uintptr_t* bases = nullptr;
+  int ranks = 0;
+};
+thread_local heap_bases_here cached;
+
+const heap_bases_here& bases_here() {
+  const void* w = current_worker();
+  if (w != cached.worker || !w) {
+    const rank_state& r = current_rank("rill::global_array");
+    cached = {w, r.global_heap_bases().data(), r.size()};
+  }
+  return cached;
+}
+}  // namespace
+
+void index_out_of_range(std::uint64_t i, std::uint64_t n) {
+  throw misuse_error(fmt::format("rill::global_array: index {} is out of range (size {})", i, n));
+}
+
 element_place element_at(const array_layout& l, std::uint64_t i, std::size_t elem) {
-  const rank_state& me = current_rank("rill::global_array");
-  const auto p = l.locate(i, me.size());
-  const std::uintptr_t base = l.kind == kind::local ? l.where : me.global_heap_base(p.rank) + l.where;
+  const heap_bases_here& h = bases_here();
+  const auto p = l.locate(i, h.ranks);
+  const std::uintptr_t base = l.kind == kind::local ? l.where : h.bases[p.rank] + l.where;
   return {p.rank, base + p.index * elem};
 }
 
 std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem) {
-  const std::uintptr_t base =
-      l.kind == kind::local ? l.where : current_rank("rill::global_array").global_heap_base(r) + l.where;
+  const std::uintptr_t base = l.kind == kind::local ? l.where : bases_here().bases[r] + l.where;
   return base + index * elem;
 }
 

@@ -63,14 +63,13 @@ class rank_state final : public rank_services {
     segment_ = std::make_unique<segment>(memory, bytes, global_heap_bytes);
     own_view_ = segment_->view();
     segments_ = std::move(d);
-    global_heap_bytes_ = global_heap_bytes;
+    global_heap_bases_.clear();
+    for (const segment_view& v : segments_->by_rank)
+      global_heap_bases_.push_back(v.owner_base() + v.size() - global_heap_bytes);
     if (id_ == 0) global_heap_ = std::make_unique<symmetric_heap>(global_heap_bytes);
   }
-  // Where rank r's part of the global heap starts, in r's address space.
-  std::uintptr_t global_heap_base(int r) const {
-    const segment_view& v = segments_->by_rank[static_cast<std::size_t>(r)];
-    return v.owner_base() + v.size() - global_heap_bytes_;
-  }
+  // Where each rank's part of the global heap starts, in that rank's address space; by rank.
+  const std::vector<std::uintptr_t>& global_heap_bases() const { return global_heap_bases_; }
   // The global heap's allocator: on rank 0, else nullptr.
   symmetric_heap* global_heap() { return global_heap_.get(); }
   std::size_t large_bytes() const { return large_bytes_; }
@@ -130,7 +129,7 @@ class rank_state final : public rank_services {
   segment_view own_view_;
   const bool shared_segments_;
   std::shared_ptr<const segment_directory> segments_;
-  std::size_t global_heap_bytes_ = 0;
+  std::vector<std::uintptr_t> global_heap_bases_;
   std::unique_ptr<symmetric_heap> global_heap_;
   std::atomic<bool> stopping_{false};
   int exit_code_ = 0;
