@@ -14,11 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace rill {
+#include "rill/detail/handler_table.hpp"
 
-namespace detail {
-std::intptr_t code_offset(const void* fn);
-}
+namespace rill {
 
 class distribution {
  public:

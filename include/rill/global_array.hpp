@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "rill/detail/handler_table.hpp"
 #include "rill/distribution.hpp"
 #include "rill/error.hpp"
 #include "rill/event.hpp"
@@ -42,8 +43,6 @@
 namespace rill {
 
 namespace detail {
-
-const void* code_address(std::intptr_t offset);
 
 // Where an array's elements are: the part of the machinery that needs no element type.
 struct array_layout {
@@ -78,7 +77,7 @@ struct array_layout {
   }
   int home_of_block(std::uint64_t b, int ranks) const {
     if (kind != distribution::kind::user) return locate(b * block, ranks).rank;
-    return reinterpret_cast<distribution::user_fn>(code_address(user))(b, blocks(), ranks);
+    return reinterpret_cast<distribution::user_fn>(const_cast<void*>(code_address(user)))(b, blocks(), ranks);
   }
 
   // A rank's elements come in runs of consecutive indices: `slots(r)` of them (some may be
