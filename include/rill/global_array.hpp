@@ -18,9 +18,9 @@
 // elements are packed from that offset in index order -- except under dist::user, where an element
 // keeps its index's place and only the pages of blocks a rank holds are ever touched there.
 //
-// global_alloc and global_free wait (yielding the task's fiber, or the thread off the workers);
+// global_alloc and global_free are called from a task of any rank and wait (yielding its fiber);
 // global_free zeroes the elements where they live before their place can be reused. Freeing an
-// array twice is an error (rill::misuse_error); using a handle after its array was freed is not
+// array of the global heap twice is an error; using a handle after its array was freed is not
 // detected yet (that needs the generation tags of relocatable blocks).
 #pragma once
 
@@ -197,8 +197,8 @@ class global_array {
   detail::array_layout l_;
 };
 
-// `n` zeroed elements spread as `d` says; from any rank's task (or the thread that runs the
-// runtime). Waits. rill::misuse_error when the heap has no room or d is malformed.
+// `n` zeroed elements spread as `d` says; from a task of any rank. Waits. rill::misuse_error when
+// the heap has no room or d is malformed (from another rank's allocator: a poisoned_error saying so).
 template <class T>
 global_array<T> global_alloc(std::uint64_t n, const distribution& d = dist::cyclic()) {
   detail::array_layout l = detail::plan_layout(n, sizeof(T), d);
