@@ -20,7 +20,7 @@
 //
 // global_alloc and global_free are called from a task of any rank and wait (yielding its fiber);
 // global_free zeroes the elements where they live before their place can be reused. Freeing an
-// array of the global heap twice is an error; using a handle after its array was freed is not
+// array twice is an error (rill::misuse_error); using a handle after its array was freed is not
 // detected yet (that needs the generation tags of relocatable blocks).
 #pragma once
 

@@ -117,7 +117,8 @@ global_ptr<T> new_(Args&&... args) {
   return global_ptr<T>(me, ::new (p) T(std::forward<Args>(args)...));
 }
 
-// Frees what new_array or new_ allocated; on the rank that allocated it (else rill::misuse_error).
+// Frees what new_array or new_ allocated; on the rank that allocated it. rill::misuse_error
+// elsewhere, and for a pointer that is not a live allocation (freed already, or into one).
 template <class T>
 void delete_array(global_ptr<T> p) {
   if (!p.is_null()) detail::segment_free(p.where(), p.raw_address(), "rill::delete_array");

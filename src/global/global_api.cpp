@@ -24,7 +24,11 @@ void segment_free(int rank, std::uintptr_t addr, const char* what) {
         fmt::format("{}: rank {}'s memory is freed on rank {}, not here (rank {})", what, rank, rank, r.id()));
   if (!r.addressable_segment(rank)->contains(addr, 1))
     throw misuse_error(fmt::format("{}: 0x{:x} is not in rank {}'s segment", what, addr, rank));
-  r.memory_segment().deallocate(reinterpret_cast<void*>(addr));
+  if (!r.memory_segment().deallocate(reinterpret_cast<void*>(addr)))
+    throw misuse_error(
+        fmt::format("{}: 0x{:x} on rank {} is not a live allocation (freed already, or not the start "
+                    "of one)",
+                    what, addr, rank));
 }
 
 bool segment_addressable(int rank) { return current_rank("rill::global_ptr").addressable_segment(rank) != nullptr; }

@@ -21,10 +21,22 @@ segment::~segment() {
 }
 
 void* segment::allocate(std::size_t bytes, std::size_t align) {
-  return heap_.allocate_aligned(bytes == 0 ? 1 : bytes, static_cast<unsigned>(align), std::nothrow);
+  void* p = heap_.allocate_aligned(bytes == 0 ? 1 : bytes, static_cast<unsigned>(align), std::nothrow);
+  if (p) {
+    std::lock_guard<std::mutex> hold(live_lock_);
+    live_.insert(p);
+  }
+  return p;
 }
 
-void segment::deallocate(void* p) { heap_.deallocate(p); }
+bool segment::deallocate(void* p) {
+  {
+    std::lock_guard<std::mutex> hold(live_lock_);
+    if (live_.erase(p) == 0) return false;
+  }
+  heap_.deallocate(p);
+  return true;
+}
 
 void* checked_address(const segment_view& s, int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align,
                       const char* what) {

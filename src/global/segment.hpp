@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "common/spinlock.hpp"
@@ -72,7 +74,9 @@ class segment {
 
   // From this rank's own heap; nullptr when it has no room (align: a power of two).
   void* allocate(std::size_t bytes, std::size_t align);
-  void deallocate(void* p);
+  // Frees what allocate returned; false (and nothing freed) when `p` is not a live allocation --
+  // freed already, or not the start of one -- which the allocator itself would not survive.
+  bool deallocate(void* p);
   segment_view view() const { return {reinterpret_cast<std::uintptr_t>(base_), base_, size_}; }
   std::size_t size() const { return size_; }
 
@@ -80,6 +84,8 @@ class segment {
   std::byte* base_;
   std::size_t size_;
   boost::interprocess::managed_external_buffer heap_;  // its bookkeeping is thread-safe
+  std::mutex live_lock_;
+  std::unordered_set<void*> live_;
 };
 
 // The plain address, in this process, of [addr, addr + bytes) of `rank`'s segment seen through

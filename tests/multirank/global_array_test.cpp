@@ -223,6 +223,14 @@ TEST_P(global_array, bad_distributions_indexes_sizes_and_double_frees_are_errors
                     EXPECT_TRUE(throws_saying<misuse_error>([&] { (void)a[100]; }, "out of range"));
                     rill::global_free(a);
                     EXPECT_TRUE(throws_saying<std::exception>([&] { rill::global_free(a); }, "freed already"));
+                    // The own heap refuses double frees too (its allocator would not survive one).
+                    auto mine = rill::global_alloc<std::uint64_t>(10, rill::dist::local());
+                    rill::global_free(mine);
+                    EXPECT_TRUE(throws_saying<misuse_error>([&] { rill::global_free(mine); }, "not a live allocation"));
+                    rill::global_ptr<int> p = rill::new_array<int>(4);
+                    EXPECT_TRUE(throws_saying<misuse_error>([&] { rill::delete_array(p + 1); }, "not the start"));
+                    rill::delete_array(p);
+                    EXPECT_TRUE(throws_saying<misuse_error>([&] { rill::delete_array(p); }, "freed already"));
                     // The heap is still whole: a large allocation fits.
                     auto big = rill::global_alloc<std::uint64_t>(std::uint64_t{4} << 20, rill::dist::blocked);
                     rill::global_free(big);
