@@ -30,6 +30,15 @@ void* addressable_or_null(int rank, std::uintptr_t addr, std::size_t bytes, std:
   return s ? checked_address(*s, rank, addr, bytes, align, home_op_name(op)) : nullptr;
 }
 
+std::string bad_range_text(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op) {
+  try {
+    addressable_or_null(rank, addr, bytes, align, op);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return fmt::format("{}: the range at 0x{:x} on rank {} is outside its segment", home_op_name(op), addr, rank);
+}
+
 void* resolve_target(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op, bool& bad_range) {
   const rank_state& r = current_rank(home_op_name(op));
   if (addr == 0 || rank < 0 || rank >= r.size()) check_target(rank, addr, op);  // throws, naming the cause

@@ -163,6 +163,11 @@ const heap_bases_here& bases_here() {
   }
   return cached;
 }
+
+// Where rank r's part of the layout starts, in r's address space.
+std::uintptr_t part_base(const array_layout& l, const heap_bases_here& h, int r) {
+  return l.kind == kind::local ? l.where : h.bases[r] + l.where;
+}
 }  // namespace
 
 void index_out_of_range(std::uint64_t i, std::uint64_t n) {
@@ -172,13 +177,11 @@ void index_out_of_range(std::uint64_t i, std::uint64_t n) {
 element_place element_at(const array_layout& l, std::uint64_t i, std::size_t elem) {
   const heap_bases_here& h = bases_here();
   const auto p = l.locate(i, h.ranks);
-  const std::uintptr_t base = l.kind == kind::local ? l.where : h.bases[p.rank] + l.where;
-  return {p.rank, base + p.index * elem};
+  return {p.rank, part_base(l, h, p.rank) + p.index * elem};
 }
 
 std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem) {
-  const std::uintptr_t base = l.kind == kind::local ? l.where : bases_here().bases[r] + l.where;
-  return base + index * elem;
+  return part_base(l, bases_here(), r) + index * elem;
 }
 
 }  // namespace rill::detail

@@ -33,9 +33,11 @@ const char* home_op_name(home_op op);
 void* addressable_or_null(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
 // The hot path's single lookup: checks the pointer as check_target does (misuse_error), then
 // returns the element's address here if the calling rank addresses the owner's segment and the
-// range is good; nullptr otherwise, with `bad_range` telling a bad range (addressable_or_null then
+// range is good; nullptr otherwise, with `bad_range` telling a bad range (bad_range_text then
 // says why) from a segment this rank does not address.
 void* resolve_target(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op, bool& bad_range);
+// What is wrong with a range resolve_target found bad: the words addressable_or_null throws.
+std::string bad_range_text(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
 // At the home (the calling rank owns the segment): the plain pointer, checked as above.
 void* home_address(std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
 // Checks, at the call, that a pointer is not null and names an existing rank (misuse_error).
@@ -166,13 +168,7 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
   void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
   if (after.is_none()) {
     // The common case: start now, and where the element is addressable, finish now.
-    if (bad_range) {
-      try {
-        addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
-      } catch (const std::exception& e) {
-        return poisoned_future<R>(e.what());
-      }
-    }
+    if (bad_range) return poisoned_future<R>(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
     if (here) {
       try {
         if constexpr (std::is_void_v<R>) {
@@ -196,12 +192,8 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
       after,
       [=]() mutable {
         if (bad_range) {
-          try {
-            addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
-          } catch (const std::exception& e) {
-            pr.poison(e.what());
-            return;
-          }
+          pr.poison(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
+          return;
         }
         if (here)
           apply_to_sink<S>(static_cast<E*>(here), rank, addr, kind, op, local_sink<R>{pr}, args...);
@@ -222,12 +214,8 @@ void run_at_home_ff(home_op kind, completion_counter& done, global_ptr<T> p, Op 
   bool bad_range = false;
   void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
   if (bad_range) {
-    try {
-      addressable_or_null(rank, addr, sizeof(T), alignof(T), kind);
-    } catch (const std::exception& e) {
-      done.failed_here(e.what());
-      return;
-    }
+    done.failed_here(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
+    return;
   }
   if (here) {
     try {
