@@ -33,7 +33,7 @@ class completion_counter {
   // throws rill::poisoned_error naming the first failure (and forgets it).
   void wait();
   // Operations issued and not yet acknowledged.
-  std::int64_t outstanding() const { return pending_.load(std::memory_order_acquire); }
+  std::int64_t outstanding() const { return pending_.load(std::memory_order_acquire) & ~waiting; }
 
   // For the operations themselves: one more in flight; one done (error: null if it succeeded).
   void issued() { pending_.fetch_add(1, std::memory_order_relaxed); }
@@ -42,10 +42,13 @@ class completion_counter {
   void failed_here(const std::string& error);
 
  private:
+  // Set in pending_ while wait() sleeps on waiter_: only then does the last completion touch the
+  // counter after counting out (to wake it), so a wait() that finds the count at zero may destroy
+  // the counter at once, even while the completion that brought it there is still returning.
+  static constexpr std::int64_t waiting = std::int64_t{1} << 62;
   std::atomic<std::int64_t> pending_{0};
-  std::mutex mutex_;   // guards waiter_ and error_
+  std::mutex mutex_;   // guards error_
   user_event waiter_;  // created by wait() while operations are in flight
-  bool has_waiter_ = false;
   std::string error_;
 };
 

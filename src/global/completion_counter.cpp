@@ -18,23 +18,21 @@ completion_counter::~completion_counter() {
 }
 
 void completion_counter::wait() {
-  {
-    std::unique_lock lock(mutex_);
-    if (pending_.load(std::memory_order_acquire) != 0) {
-      if (!has_waiter_) {
-        waiter_ = user_event::create();
-        has_waiter_ = true;
-      }
-      const event e = waiter_;
-      lock.unlock();
-      e.wait();
-      lock.lock();
+  if (outstanding() != 0) {
+    waiter_ = user_event::create();
+    std::int64_t now = pending_.load(std::memory_order_acquire);
+    while (now != 0 && !pending_.compare_exchange_weak(now, now | waiting, std::memory_order_acq_rel)) {
     }
-    if (error_.empty()) return;
+    if (now == 0)
+      waiter_.trigger();  // all came back meanwhile; the event must not stay untriggered
+    else
+      waiter_.wait();
+    pending_.fetch_and(~waiting, std::memory_order_acq_rel);
   }
   std::string why;
   {
     std::lock_guard lock(mutex_);
+    if (error_.empty()) return;
     why.swap(error_);
   }
   throw poisoned_error(why, rank_me(), "a feed-forward operation of rill::completion_counter");
@@ -45,12 +43,12 @@ void completion_counter::completed(const std::string* error) {
     std::lock_guard lock(mutex_);
     if (error_.empty()) error_ = *error;
   }
-  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  std::lock_guard lock(mutex_);
-  // A wait() that saw the count above zero created the event under this lock: wake it.
-  if (has_waiter_ && pending_.load(std::memory_order_acquire) == 0) {
-    waiter_.trigger();
-    has_waiter_ = false;
+  // Only a completion that finds wait() asleep reads waiter_ (which wait() set before it said it
+  // was asleep), and wait() cannot return before that completion's trigger; the trigger works on
+  // a copy, since the counter may be gone as soon as the event has triggered.
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == (waiting | 1)) {
+    const user_event wake = waiter_;
+    wake.trigger();
   }
 }
 
@@ -62,6 +60,10 @@ void completion_counter::failed_here(const std::string& error) {
 namespace detail {
 
 void ack_completion(int owner, std::uintptr_t counter, const std::string* error) {
+  if (owner == rank_me()) {
+    reinterpret_cast<completion_counter*>(counter)->completed(error);
+    return;
+  }
   if (!error) {
     am::send(
         owner, [](std::uintptr_t c) { reinterpret_cast<completion_counter*>(c)->completed(nullptr); }, counter);
