@@ -21,22 +21,11 @@
 #include <vector>
 
 #include "common.hpp"
+#include "gups_stream.hpp"
 #include "mpi_peer.hpp"
 #include "rill/rill.hpp"
 
 namespace {
-
-constexpr std::uint64_t poly = 7;  // HPCC's generator polynomial
-
-std::uint64_t next(std::uint64_t r) { return (r << 1) ^ (static_cast<std::int64_t>(r) < 0 ? poly : 0); }
-
-// A nonzero start of rank r's stream (splitmix64 of r + 1).
-std::uint64_t stream_start(int r) {
-  std::uint64_t z = static_cast<std::uint64_t>(r + 1) * 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (z ^ (z >> 31)) | 1;
-}
 
 struct shape {
   int log_per_rank;  // words per rank = 2^log_per_rank
@@ -49,12 +38,8 @@ struct shape {
 // Runs fn(word, value) for each of rank r's updates (word: the index in the whole table).
 template <class F>
 void for_each_update(const shape& s, int r, F&& fn) {
-  const std::uint64_t mask = s.words() - 1;
-  std::uint64_t ran = stream_start(r);
-  for (std::uint64_t k = 0; k < s.updates; ++k) {
-    ran = next(ran);
-    fn(ran & mask, ran);
-  }
+  std::uint64_t state = bench::gups_start(r);
+  bench::gups_updates(state, s.updates, s.words(), fn);
 }
 
 // ---- Rill -----------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ namespace rill {
 enum class transport_kind { local, mpi };
 // Distributed work stealing of rill::async_any tasks (rill/async_any.hpp).
 enum class steal_policy { off, random, hierarchical };
+// What a rank's translation cache of relocated AGAS blocks forgets first when full (rill/gas.hpp).
+enum class gas_cache_policy { unbounded, lru, random };
 
 struct config {
   int ranks = 1;    // ranks of the local transport (mpi: the communicator's size)
@@ -30,7 +32,9 @@ struct config {
   std::uint32_t steal_batch = 8;                       // the most tasks one steal takes
   std::size_t segment_bytes = std::size_t{128} << 20;  // each rank's segment for global memory
   std::size_t global_heap_bytes = std::size_t{64} << 20;  // its last part: the rank's part of the global heap
-  bool shared_segments = true;                         // ranks of one process address each other's segments directly
+  bool shared_segments = true;                            // ranks of one process address each other's segments directly
+  gas_cache_policy gas_cache = gas_cache_policy::unbounded;  // the AGAS translation cache's replacement policy
+  std::size_t gas_cache_entries = 4096;                      // its bound (lru, random)
 };
 
 }  // namespace rill

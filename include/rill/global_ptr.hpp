@@ -15,8 +15,8 @@
 // processes on its node (a shared-memory window). local() returns the plain pointer then, in this
 // process' mapping, after checking that the range lies in the owner's segment; anything else
 // (memory on another node, a pointer outside the segment) throws rill::misuse_error. Every remote access
-// is checked at the home the same way. Use after free is not detected yet: the global address
-// space (relocatable blocks, generation tags) comes later.
+// is checked at the home the same way. A global_ptr carries no generation, so use after free of
+// its memory is not detected; addresses of the global address space (rill/gas.hpp) are.
 #pragma once
 
 #include <cstddef>

@@ -173,6 +173,24 @@ const std::vector<option_spec>& table() {
          else
            bad_value("shared-segments", v, "on or off");
        }},
+      {"gas-cache", "unbounded",
+       "the translation cache of relocated AGAS blocks (rill/gas.hpp): unbounded, lru or random (the last two forget "
+       "blocks beyond "
+       "gas-cache-entries)",
+       [](parsed_options& o, std::string_view v) {
+         if (v == "unbounded")
+           o.cfg.gas_cache = gas_cache_policy::unbounded;
+         else if (v == "lru")
+           o.cfg.gas_cache = gas_cache_policy::lru;
+         else if (v == "random")
+           o.cfg.gas_cache = gas_cache_policy::random;
+         else
+           bad_value("gas-cache", v, "unbounded, lru or random");
+       }},
+      {"gas-cache-entries", "4096", "the most blocks a bounded translation cache (lru, random) remembers",
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.gas_cache_entries = parse_number<std::size_t>("gas-cache-entries", v, 1, std::size_t{1} << 32);
+       }},
       {"help", "", "print this table and exit",
        [](parsed_options& o, std::string_view v) {
          if (!v.empty()) bad_value("help", v, "no value");

@@ -13,6 +13,7 @@ const char* home_op_name(home_op op) {
     case home_op::rget: return "rill::rget";
     case home_op::atomic: return "rill::atomics";
     case home_op::delegate: return "rill::delegate";
+    case home_op::gas: return "rill::gas";
   }
   return "rill: an operation at a global pointer's home";
 }

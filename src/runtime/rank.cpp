@@ -30,7 +30,8 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       term_(*this),
       large_bytes_(cfg.large_bytes),
       stealing_(*this, cfg),
-      shared_segments_(cfg.shared_segments) {
+      shared_segments_(cfg.shared_segments),
+      gas_(id_, size_, cfg) {
   ep_.on_arrival([this] { pool_.notify(); });
   events_.trace().configure(cfg);
 }

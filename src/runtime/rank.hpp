@@ -10,6 +10,7 @@
 #include <deque>
 #include <vector>
 #include "events/event_table.hpp"
+#include "global/gas_table.hpp"
 #include "global/segment.hpp"
 #include "global/symmetric_heap.hpp"
 
@@ -50,6 +51,7 @@ class rank_state final : public rank_services {
   team_table& teams() { return teams_; }
   remote_steal& stealing() { return stealing_; }
   segment& memory_segment() { return *segment_; }
+  gas_table& gas() { return gas_; }
   // The segment of `rank` if this rank may address it directly (its own; with --rill:shared-segments,
   // those of the other ranks this process maps), else nullptr.
   const segment_view* addressable_segment(int rank) const {
@@ -131,6 +133,7 @@ class rank_state final : public rank_services {
   std::shared_ptr<const segment_directory> segments_;
   std::vector<std::uintptr_t> global_heap_bases_;
   std::unique_ptr<symmetric_heap> global_heap_;
+  gas_table gas_;  // this rank's part of the active global address space (rill/gas.hpp)
   std::atomic<bool> stopping_{false};
   int exit_code_ = 0;
 };

@@ -183,17 +183,6 @@ TEST_P(global_array, arrays_made_on_any_rank_work_everywhere_and_come_back_zeroe
             0);
 }
 
-// Whether fn() throws an exception of type E whose message contains `words`.
-template <class E, class F>
-bool throws_saying(F fn, const std::string& words) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return std::string(e.what()).find(words) != std::string::npos;
-  }
-  return false;
-}
-
 TEST_P(global_array, bad_distributions_indexes_sizes_and_double_frees_are_errors) {
   EXPECT_EQ(
       run_checked(GetParam(),

@@ -49,9 +49,20 @@ void free_on(rill::global_ptr<T> p) {
       .wait();
 }
 
-// Whether waiting on f throws a poisoned_error whose message contains `words`.
-template <class T>
-bool poisoned_saying(const rill::future<T>& f, const std::string& words) {
+// Whether fn() throws an exception of type E whose message contains `words`.
+template <class E, class F>
+bool throws_saying(F fn, const std::string& words) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return std::string(e.what()).find(words) != std::string::npos;
+  }
+  return false;
+}
+
+// Whether waiting on f (a future or an event) throws a poisoned_error whose message contains `words`.
+template <class W>
+bool poisoned_saying(const W& f, const std::string& words) {
   try {
     f.wait();
   } catch (const rill::poisoned_error& e) {

@@ -20,10 +20,10 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",        "workers",     "transport",      "stack", "agg-bytes",
-                                 "agg-age-us",   "large-bytes", "queue-buffers",  "chaos", "log",
-                                 "idle-poll-us", "event-graph", "hang-report-s",  "steal", "steal-batch",
-                                 "segment",      "global-heap", "shared-segments"};
+const char* const all_names[] = {"ranks",        "workers",     "transport",       "stack",     "agg-bytes",
+                                 "agg-age-us",   "large-bytes", "queue-buffers",   "chaos",     "log",
+                                 "idle-poll-us", "event-graph", "hang-report-s",   "steal",     "steal-batch",
+                                 "segment",      "global-heap", "shared-segments", "gas-cache", "gas-cache-entries"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -235,6 +235,19 @@ TEST_F(Options, StealPolicyAndBatch) {
   EXPECT_EQ(parse(b).cfg.steal, rill::steal_policy::off);
   expect_usage_error("--rill:steal=always", "steal");
   expect_usage_error("--rill:steal-batch=0", "steal-batch");
+}
+
+TEST_F(Options, GasTranslationCache) {
+  args d{"prog"};
+  EXPECT_EQ(parse(d).cfg.gas_cache, rill::gas_cache_policy::unbounded);
+  args a{"prog", "--rill:gas-cache=lru", "--rill:gas-cache-entries=1024"};
+  parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.gas_cache, rill::gas_cache_policy::lru);
+  EXPECT_EQ(o.cfg.gas_cache_entries, 1024u);
+  args b{"prog", "--rill:gas-cache=random"};
+  EXPECT_EQ(parse(b).cfg.gas_cache, rill::gas_cache_policy::random);
+  expect_usage_error("--rill:gas-cache=fifo", "gas-cache");
+  expect_usage_error("--rill:gas-cache-entries=0", "gas-cache-entries");
 }
 
 TEST_F(Options, SegmentSizeAndSharing) {

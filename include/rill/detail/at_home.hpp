@@ -24,7 +24,7 @@
 namespace rill::detail {
 
 // What kind of operation runs at home, for error messages (travels in the message as a byte).
-enum class home_op : std::uint8_t { rput, rget, atomic, delegate };
+enum class home_op : std::uint8_t { rput, rget, atomic, delegate, gas };
 const char* home_op_name(home_op op);
 
 // The element [addr, addr + bytes) of `rank`'s segment as a plain pointer, if this rank addresses
@@ -107,7 +107,7 @@ struct local_sink {
   void fail(const std::string& why) const { p.poison(why); }
 };
 
-// Answers a completion_counter on the requesting rank.
+// Answers a completion_counter on the requesting rank (directly, when that is the calling rank).
 struct counter_sink {
   int owner;
   std::uintptr_t counter;
