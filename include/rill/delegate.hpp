@@ -45,6 +45,17 @@ struct on_element {
     return fn(*element, args...);
   }
 };
+// A function, as an offset in the code: a raw function pointer would be wrong in another process
+// of the same binary (each maps it at its own address).
+template <class R, class... P>
+struct on_element<R (*)(P...)> {
+  std::intptr_t code;
+  on_element(R (*f)(P...)) : code(rill::detail::code_offset(reinterpret_cast<const void*>(f))) {}
+  template <class T, class... A>
+  R operator()(T* element, A&... args) const {
+    return reinterpret_cast<R (*)(P...)>(const_cast<void*>(rill::detail::code_address(code)))(*element, args...);
+  }
+};
 }  // namespace detail
 
 // fn(element, args...) at the element's home once `after` has triggered; a future of its result.

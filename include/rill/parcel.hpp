@@ -65,7 +65,7 @@ class parcel {
   event send() const {
     promise<void> p;
     event out = p.get_future();
-    route(rill::delegate::detail::on_element<dropping>{dropping{action_}}, rill::detail::promise_sink<void>{p.ref()});
+    route(rill::delegate::detail::on_element<dropping>{dropping{{action_}}}, rill::detail::promise_sink<void>{p.ref()});
     return out;
   }
 
@@ -92,10 +92,10 @@ class parcel {
  private:
   // The action with its result dropped (a parcel without a continuation).
   struct dropping {
-    F fn;
+    rill::delegate::detail::on_element<F> fn;
     template <class... V>
     void operator()(T& target, V&... v) {
-      fn(target, v...);
+      fn(&target, v...);
     }
   };
   template <class Op, class Sink>

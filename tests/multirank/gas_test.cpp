@@ -26,6 +26,8 @@ int reversed(std::uint64_t b, std::uint64_t /*blocks*/, int ranks) {
   return ranks - 1 - static_cast<int>(b % static_cast<std::uint64_t>(ranks));
 }
 
+void increment(std::uint64_t& x) { x = x + 1; }
+
 gaddr word(gaddr base, std::uint64_t i) { return base + static_cast<std::int64_t>(i * sizeof(std::uint64_t)); }
 
 TEST_P(gas, each_distribution_places_blocks_where_its_definition_says) {
@@ -303,11 +305,15 @@ TEST_P(gas, calls_on_one_word_from_every_rank_are_serialised) {
                                   r,
                                   [](gaddr at) {
                                     rill::completion_counter done;
-                                    for (int k = 0; k < 2000; ++k)
+                                    for (int k = 0; k < 1000; ++k) {
                                       rill::gas::call_ff<std::uint64_t>(done, at, [](std::uint64_t& x) {
                                         const std::uint64_t v = x;  // a plain read-modify-write
                                         x = v + 1;
                                       });
+                                      // A plain function travels too (as a code offset: under
+                                      // mpirun each process maps the code at its own address).
+                                      rill::gas::call_ff<std::uint64_t>(done, at, &increment);
+                                    }
                                     done.wait();
                                   },
                                   c);
