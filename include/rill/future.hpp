@@ -162,9 +162,15 @@ class future {
   bool ready() const { return state().ready.has_triggered(); }
   void wait() const { state().ready.wait(); }
   // Waits, then returns the value (throws rill::poisoned_error when poisoned).
-  decltype(auto) get() const {
+  decltype(auto) get() const& {
     wait();
     if constexpr (!std::is_void_v<T>) return static_cast<const T&>(*st_->value);
+  }
+  // On a temporary future, a copy: a reference into it would dangle at the end of the full
+  // expression -- in `for (auto x : rpc(...).get())`, before the loop runs.
+  auto get() && {
+    wait();
+    if constexpr (!std::is_void_v<T>) return T(*st_->value);
   }
   event as_event() const { return state().ready; }
   operator event() const { return as_event(); }

@@ -39,6 +39,25 @@ TEST_P(futures, a_put_on_another_rank_satisfies_the_local_future) {
       0);
 }
 
+// get() on a temporary future returns a copy, so a range-for over it reads live memory (a
+// reference into the temporary would dangle before the loop body runs).
+TEST_P(futures, a_range_for_over_get_of_a_temporary_sees_the_value) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int last = rill::rank_n() - 1;
+                          long sum = 0;
+                          for (long x : rill::rpc(
+                                            last, [](long n) { return std::vector<long>(4096, n); }, 3L)
+                                            .get())
+                            sum += x;
+                          EXPECT_EQ(sum, 3L * 4096);
+                          std::vector<long> more;
+                          for (long x : rill::make_ready_future(std::vector<long>{1, 2, 3}).get()) more.push_back(x);
+                          EXPECT_EQ(more, (std::vector<long>{1, 2, 3}));
+                        }),
+            0);
+}
+
 TEST_P(futures, async_await_runs_once_every_future_is_ready) {
   EXPECT_EQ(run_checked(GetParam(),
                         [] {
