@@ -21,19 +21,15 @@ segment::~segment() {
 }
 
 void* segment::allocate(std::size_t bytes, std::size_t align) {
+  std::lock_guard<std::mutex> hold(lock_);
   void* p = heap_.allocate_aligned(bytes == 0 ? 1 : bytes, static_cast<unsigned>(align), std::nothrow);
-  if (p) {
-    std::lock_guard<std::mutex> hold(live_lock_);
-    live_.insert(p);
-  }
+  if (p) live_.insert(p);
   return p;
 }
 
 bool segment::deallocate(void* p) {
-  {
-    std::lock_guard<std::mutex> hold(live_lock_);
-    if (live_.erase(p) == 0) return false;
-  }
+  std::lock_guard<std::mutex> hold(lock_);
+  if (live_.erase(p) == 0) return false;
   heap_.deallocate(p);
   return true;
 }

@@ -83,8 +83,10 @@ class segment {
  private:
   std::byte* base_;
   std::size_t size_;
-  boost::interprocess::managed_external_buffer heap_;  // its bookkeeping is thread-safe
-  std::mutex live_lock_;
+  // Boost's external-buffer heap has no lock of its own (null_mutex_family): lock_ serialises it,
+  // since a rank's workers allocate at once (AGAS blocks arrive in handlers on any of them).
+  std::mutex lock_;
+  boost::interprocess::managed_external_buffer heap_;
   std::unordered_set<void*> live_;
 };
 
