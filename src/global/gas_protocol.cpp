@@ -6,8 +6,10 @@
 //   1. the move travels to O like any operation; O freezes B (new operations park) and, once the
 //      pins drain, sends B's bytes to T;
 //   2. T installs B (it serves at once) and tells H, which points its directory at T;
-//   3. H tells O, which forgets B, remembers T in its cache, and routes the parked operations
-//      again -- to T -- and completes the move.
+//   3. H tells O, which forgets B, remembers T in its cache, routes the parked operations again
+//      -- to T -- and completes the move; then it tells T that B may leave again (until then a
+//      second move or a free parks at T, so the home's directory updates, and a return of B to
+//      O, cannot overtake this move).
 // Until step 3, O holds a frozen copy that nothing changes, so every operation is applied exactly
 // once: at O before the freeze, or at T after it.
 #include <fmt/format.h>
@@ -120,11 +122,17 @@ struct leaving {
 
 void route_leaving(gaddr a, std::uint8_t hops, leaving op);
 
-// O, step 3 (or after a free): forget the block, route what waited on it again.
+// O, step 3: forget the block, route what waited on it again, and let the new owner move it on.
 void finish_leaving(std::uint64_t key, int new_owner, promise_ref<void> done) {
   auto [parked, data] = table().release(key, new_owner);
   free_block(data);
   for (auto& retry : parked) retry();
+  am::send(
+      new_owner,
+      [](std::uint64_t k) {
+        for (auto& retry : table().settle(k)) retry();
+      },
+      key);
   done.put();
 }
 

@@ -26,29 +26,41 @@ gas_table::gas_table(int rank, int ranks, const rill::config& cfg)
 
 gas_table::~gas_table() = default;
 
-gas_resolution gas_table::resolve(gaddr a, std::uint64_t bytes, std::uint64_t align, int hops) {
-  gas_resolution r;
+bool gas_table::malformed(gaddr a, gas_resolution& r) const {
   if (a.is_null()) {
     r.why = "rill::gas: a null global address";
-    return r;
+    return true;
   }
   if (a.size_class() < gaddr::min_size_class || (!a.cyclic() && a.home(ranks_) >= ranks_)) {
     r.why = fmt::format("rill::gas: {} is not an address rill::gas::alloc gave out (home rank {}, {} ranks)",
                         describe(a), a.home(ranks_), ranks_);
-    return r;
+    return true;
   }
-  const std::uint64_t key = a.block_key();
+  return false;
+}
+
+gas_block* gas_table::held_here(gaddr a, gas_resolution& r) {
+  auto it = held_.find(a.block_key());
+  if (it == held_.end()) return nullptr;
+  gas_block& b = *it->second;
+  if (b.gen != a.generation()) {
+    r.why = freed_text(a, b.gen);
+  } else if (b.state.load(std::memory_order_relaxed) & gas_block::frozen_bit) {
+    r.what = gas_resolution::step::frozen;
+  } else {
+    r.what = gas_resolution::step::run;
+  }
+  return &b;
+}
+
+gas_resolution gas_table::resolve(gaddr a, std::uint64_t bytes, std::uint64_t align, int hops) {
+  gas_resolution r;
+  if (malformed(a, r)) return r;
   std::lock_guard g(lock_);
-  if (auto it = held_.find(key); it != held_.end()) {
-    gas_block& b = *it->second;
-    if (b.gen != a.generation()) {
-      r.why = freed_text(a, b.gen);
-      return r;
-    }
-    if (b.state.load(std::memory_order_relaxed) & gas_block::frozen_bit) {
-      r.what = gas_resolution::step::frozen;
-      return r;
-    }
+  if (gas_block* held = held_here(a, r)) {
+    if (r.what != gas_resolution::step::run) return r;
+    gas_block& b = *held;
+    r.what = gas_resolution::step::fail;
     const std::uint64_t at = a.byte_in_block();
     if (bytes > b.bytes || at > b.bytes - bytes || (a.offset() & (align - 1)) != 0) {
       r.why =
@@ -62,7 +74,7 @@ gas_resolution gas_table::resolve(gaddr a, std::uint64_t bytes, std::uint64_t al
     r.block = &b;
     return r;
   }
-  return route_elsewhere(a, key, hops);
+  return route_elsewhere(a, a.block_key(), hops);
 }
 
 gas_resolution gas_table::route_elsewhere(gaddr a, std::uint64_t key, int hops) {
@@ -109,7 +121,9 @@ bool gas_table::holds_settled(gaddr a) {
 bool gas_table::park(gaddr a, std::function<void()>& retry) {
   std::lock_guard g(lock_);
   auto it = held_.find(a.block_key());
-  if (it == held_.end() || !(it->second->state.load(std::memory_order_relaxed) & gas_block::frozen_bit)) return false;
+  if (it == held_.end() ||
+      !(it->second->settling || (it->second->state.load(std::memory_order_relaxed) & gas_block::frozen_bit)))
+    return false;
   it->second->parked.push_back(std::move(retry));
   ++parked_;
   return true;
@@ -123,24 +137,27 @@ void gas_table::unpin(gas_block* b) {
 }
 
 gas_resolution gas_table::freeze(gaddr a, int hops, std::function<void(gas_block*)> leave) {
-  gas_resolution r = resolve(a, 0, 1, hops);
-  if (r.what != gas_resolution::step::run) return r;
-  gas_block* b = r.block;
+  gas_resolution r;
+  if (malformed(a, r)) return r;
+  gas_block* b;
   bool now;
   {
+    // One locked section: two freezes of one block (a move and a free on two workers) must not
+    // both see it unfrozen.
     std::lock_guard g(lock_);
+    b = held_here(a, r);
+    if (!b) return route_elsewhere(a, a.block_key(), hops);
+    if (r.what != gas_resolution::step::run) return r;
+    if (b->settling) {
+      r.what = gas_resolution::step::frozen;  // parks until settle()
+      return r;
+    }
     b->on_drained = [leave, b] { leave(b); };
-    // resolve's pin is ours; with the frozen bit set, no new pin can start.
-    const std::uint32_t before = b->state.fetch_or(gas_block::frozen_bit, std::memory_order_acq_rel);
-    now = (before & ~gas_block::frozen_bit) == 1;
-    if (now) b->state.fetch_sub(1, std::memory_order_relaxed);
+    // With the frozen bit set, no new pin can start; the last of the running ones calls leave.
+    now = (b->state.fetch_or(gas_block::frozen_bit, std::memory_order_acq_rel) & ~gas_block::frozen_bit) == 0;
+    if (now) b->on_drained = nullptr;
   }
-  if (now) {
-    b->on_drained = nullptr;
-    leave(b);
-  } else {
-    unpin(b);
-  }
+  if (now) leave(b);
   return r;
 }
 
@@ -163,6 +180,14 @@ std::vector<std::function<void()>> gas_table::thaw(std::uint64_t key) {
   return std::move(b.parked);
 }
 
+std::vector<std::function<void()>> gas_table::settle(std::uint64_t key) {
+  std::lock_guard g(lock_);
+  auto it = held_.find(key);
+  if (it == held_.end()) return {};
+  it->second->settling = false;
+  return std::move(it->second->parked);
+}
+
 void gas_table::install(std::uint64_t key, unsigned gen, int home, std::byte* data, std::uint64_t bytes, bool moved) {
   auto b = std::make_unique<gas_block>();
   b->data = data;
@@ -171,6 +196,7 @@ void gas_table::install(std::uint64_t key, unsigned gen, int home, std::byte* da
   b->home = home;
   std::lock_guard g(lock_);
   cache_.erase(key);
+  b->settling = moved;
   held_[key] = std::move(b);
   if (moved) ++moved_in_;
 }

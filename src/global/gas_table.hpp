@@ -34,7 +34,11 @@ struct gas_block {
   std::uint64_t bytes = 0;  // usable bytes (the last block of an allocation may be short)
   unsigned gen = 0;
   int home = 0;
-  std::atomic<std::uint32_t> state{0};        // pins, and frozen_bit
+  std::atomic<std::uint32_t> state{0};  // pins, and frozen_bit
+  // Moved in, and the rank it came from has not yet let it go: it serves, but may not leave
+  // (a second move or a free parks) until then, so that the home's directory updates, and a
+  // return to the old owner, come in order.
+  bool settling = false;
   std::function<void()> on_drained;           // what a freeze does once the last pin goes
   std::vector<std::function<void()>> parked;  // operations that found the block frozen
 };
@@ -81,6 +85,9 @@ class gas_table {
 
   // Undoes a freeze whose move failed: the block serves again; returns the operations parked meanwhile.
   std::vector<std::function<void()>> thaw(std::uint64_t key);
+  // The block moved in has been let go by its old owner: it may leave again; returns the
+  // moves and frees parked meanwhile.
+  std::vector<std::function<void()>> settle(std::uint64_t key);
   // Blocks arriving here (created, or moved in).
   void install(std::uint64_t key, unsigned gen, int home, std::byte* data, std::uint64_t bytes, bool moved);
   // Directory entries of the blocks homed here.
@@ -111,6 +118,11 @@ class gas_table {
 
  private:
   gas_resolution route_elsewhere(gaddr a, std::uint64_t key, int hops);
+  // A null or foreign address: true, with r.why.
+  bool malformed(gaddr a, gas_resolution& r) const;
+  // Under lock_: a's block if this rank holds it, with r.what run (serving), frozen, or fail (a
+  // freed generation, r.why); nullptr if it is not here.
+  gas_block* held_here(gaddr a, gas_resolution& r);
   struct space {
     std::uint64_t next = 0;                            // the first never-used block number
     std::multimap<std::uint64_t, std::uint64_t> free;  // count -> first

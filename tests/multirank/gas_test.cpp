@@ -142,6 +142,38 @@ TEST_P(gas, a_block_moves_round_the_ranks_keeping_its_address_and_data) {
             0);
 }
 
+// Moves of one block issued at once from every rank (several reach its owner together, on
+// different workers) all complete, one after another, and the data survives every one.
+TEST_P(gas, concurrent_moves_of_one_block_all_complete_and_keep_its_data) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int ranks = rill::rank_n();
+                          const gaddr b = rill::gas::alloc(1024);
+                          std::vector<std::uint64_t> data(128);
+                          for (std::uint64_t i = 0; i < 128; ++i) data[i] = 3 * i + 7;
+                          rill::gas::write(b, data).wait();
+                          rill::finish([&] {
+                            for (int r = 0; r < ranks; ++r)
+                              rill::async_at(
+                                  r,
+                                  [](gaddr at) {
+                                    const int n = rill::rank_n();
+                                    std::vector<rill::event> moves;
+                                    for (int k = 0; k < 6; ++k)
+                                      moves.push_back(rill::gas::migrate(at, (rill::rank_me() + k) % n));
+                                    rill::merge(moves).wait();
+                                  },
+                                  b);
+                          });
+                          const int owner = rill::gas::owner(b).get();
+                          EXPECT_GE(owner, 0);
+                          EXPECT_LT(owner, ranks);
+                          EXPECT_EQ(rill::gas::read<std::uint64_t>(b, 128).get(), data);
+                          rill::gas::free(b).wait();
+                        }),
+            0);
+}
+
 // Every rank adds to random words of a 4-block table while rank 0 moves the blocks about; every
 // add lands exactly once.
 TEST_P(gas, blocks_moving_under_concurrent_adds_lose_and_double_nothing) {

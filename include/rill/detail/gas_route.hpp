@@ -35,8 +35,10 @@ void gas_unpin(void* block);
 // Tells `origin` that a's block is on the calling rank (a message, unless origin is this rank).
 void gas_tell_owner(int origin, gaddr a);
 
-// More hops than any sequence of moves can cause: a routing fault, reported instead of looping.
-inline constexpr std::uint8_t gas_max_hops = 64;
+// A guard against a routing fault looping forever. An operation only bounces while its block keeps
+// moving (each move can send it back to the home once), so the bound must exceed the moves of one
+// block that can overlap one operation: 250 hops, at most 125 moves.
+inline constexpr std::uint8_t gas_max_hops = 250;
 
 template <serialised S, class T, class Op, class Sink, class... A>
 void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, const Op& op, const Sink& sink, A... args) {
