@@ -97,12 +97,18 @@ void finish_task_ended(finish_proxy* p, std::exception_ptr error) {
 }
 
 void finish_release(finish_proxy* p, std::int64_t units) {
-  if (p->count.fetch_sub(units, std::memory_order_acq_rel) != units) return;
   if (p->parent < 0) {  // the home: finish() may go on (and destroy *p) at once
-    p->done->count_down();
+    if (p->count.fetch_sub(units, std::memory_order_acq_rel) == units) p->done->count_down();
     return;
   }
-  if (!current_rank("rill::finish").finishes().try_disengage(p)) return;
+  // Not the home: while the count stays above zero the units held here keep *p alive, so lower it
+  // without a lock; the release that may reach zero takes the table's lock, where arrivals raise
+  // the count, so exactly one release ends the proxy and nobody touches it afterwards (two
+  // releases racing to zero, with an arrival between them, once deleted it under the other).
+  std::int64_t c = p->count.load(std::memory_order_acquire);
+  while (c > units)
+    if (p->count.compare_exchange_weak(c, c - units, std::memory_order_acq_rel)) return;
+  if (!current_rank("rill::finish").finishes().release_last(p, units)) return;
   const int parent = p->parent;
   auto* parent_proxy = reinterpret_cast<finish_proxy*>(p->parent_ptr);
   delete p;

@@ -44,10 +44,9 @@ void finish_table::forget_home(finish_proxy& home) {
   proxies_.erase(home.key);
 }
 
-bool finish_table::try_disengage(finish_proxy* p) {
+bool finish_table::release_last(finish_proxy* p, std::int64_t units) {
   std::lock_guard g(lock_);
-  // Arrivals raise counts under this lock, so a zero seen here stays zero.
-  if (p->count.load(std::memory_order_acquire) != 0) return false;
+  if (p->count.fetch_sub(units, std::memory_order_acq_rel) != units) return false;
   proxies_.erase(p->key);
   return true;
 }

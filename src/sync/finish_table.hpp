@@ -51,9 +51,10 @@ class finish_table {
   // The home proxy of a new scope (count 1: the scope's body); forget() it once the count is zero.
   void open_home(finish_proxy& home);
   void forget_home(finish_proxy& home);
-  // The count of a non-home proxy reached zero: unless a task arrived meanwhile, the proxy leaves
-  // the table and the caller must acknowledge its parent; returns whether it did.
-  bool try_disengage(finish_proxy* p);
+  // Returns `units` of a non-home proxy's count under the table's lock, where arrivals raise it:
+  // if that brings it to zero the proxy leaves the table, and the caller (the only one) must
+  // acknowledge its parent and delete it; returns whether it did.
+  bool release_last(finish_proxy* p, std::int64_t units);
 
  private:
   struct key_hash {
