@@ -50,7 +50,7 @@ namespace rill::gas {
 
 // `bytes` of zeroes spread as `d` says; the address of the first. Waits (yields inside a task)
 // for the blocks to exist on their ranks. rill::misuse_error when bytes is 0, a block size is not
-// a power of two, or a rank has no room.
+// a power of two, or blocks exceed 2 GiB; rill::poisoned_error naming the rank when one has no room.
 gaddr alloc(std::uint64_t bytes, distribution d = dist::local());
 // Frees what alloc returned, once every block has stopped serving operations; from any rank.
 // A second free, or an address that is not an allocation's first byte, poisons the event.
