@@ -409,6 +409,33 @@ TEST_P(gas, bad_addresses_and_frees_are_errors_naming_the_cause) {
             0);
 }
 
+// A move to a rank whose segment has no room fails, naming it, and the block stays, serving.
+TEST_P(gas, a_move_to_a_full_rank_is_refused_and_the_block_stays) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int ranks = rill::rank_n();
+                          if (ranks < 2) {
+                            EXPECT_TRUE(throws_saying<rill::misuse_error>([] { rill::gas::migrate(gaddr(), 1); },
+                                                                          "does not exist"));
+                            return;
+                          }
+                          const gaddr b = rill::gas::alloc(256 * 1024, rill::dist::local(0));
+                          rill::gas::put<std::uint64_t>(b + 64, 4242).wait();
+                          const gaddr filler =
+                              rill::gas::alloc(300 * 1024, rill::dist::local(1));  // rank 1 is now full
+                          EXPECT_TRUE(poisoned_saying(rill::gas::migrate(b, 1), "rank 1 has no room"));
+                          EXPECT_EQ(rill::gas::owner(b).get(), 0);
+                          EXPECT_EQ(rill::gas::get<std::uint64_t>(b + 64).get(), 4242u);
+                          rill::gas::free(filler).wait();
+                          rill::gas::migrate(b, 1).wait();  // room again
+                          EXPECT_EQ(rill::gas::owner(b).get(), 1);
+                          EXPECT_EQ(rill::gas::get<std::uint64_t>(b + 64).get(), 4242u);
+                          rill::gas::free(b).wait();
+                        },
+                        {"--rill:segment=1MiB"}),
+            0);
+}
+
 INSTANTIATE_TEST_SUITE_P(setups, gas, ::testing::ValuesIn(setups()), name_of);
 
 }  // namespace
