@@ -84,18 +84,11 @@ int main(int argc, char** argv) {
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"A1: GUPS on four relocatable blocks with 0..64 block moves, against a non-relocatable global array"};
   app.allow_extras();
-  int reps = 3;
-  int log_updates = 18;
-  bool quick = false;
-  app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
-  app.add_option("--log-updates", log_updates, "log2 of the updates per rank")->check(CLI::Range(8, 26));
-  app.add_flag("--quick", quick, "2^14 updates per rank, 1 repetition");
+  bench::gups_options opt;
+  opt.add_to(app);
   CLI11_PARSE(app, argc, argv);
-  if (quick) {
-    log_updates = std::min(log_updates, 14);
-    reps = 1;
-  }
-  const std::uint64_t updates = std::uint64_t{1} << log_updates;
+  const std::uint64_t updates = opt.finish_parsing();
+  const int reps = opt.reps, log_updates = opt.log_updates;
   const int move_counts[] = {0, 1, 4, 16, 64};
   constexpr std::size_t cases = std::size(move_counts);
   std::vector<double> rill_rate[cases], peer_rate[cases], remaps[cases];

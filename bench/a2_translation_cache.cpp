@@ -64,18 +64,11 @@ int main(int argc, char** argv) {
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"A2: GUPS through an unbounded, LRU or random translation cache of 1K-64K entries"};
   app.allow_extras();
-  int reps = 3;
-  int log_updates = 18;
-  bool quick = false;
-  app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
-  app.add_option("--log-updates", log_updates, "log2 of the updates per rank")->check(CLI::Range(8, 26));
-  app.add_flag("--quick", quick, "2^14 updates per rank, 1 repetition");
+  bench::gups_options opt;
+  opt.add_to(app);
   CLI11_PARSE(app, argc, argv);
-  if (quick) {
-    log_updates = std::min(log_updates, 14);
-    reps = 1;
-  }
-  const std::uint64_t updates = std::uint64_t{1} << log_updates;
+  const std::uint64_t updates = opt.finish_parsing();
+  const int reps = opt.reps, log_updates = opt.log_updates;
   std::vector<config> configs{{rill::gas_cache_policy::unbounded, 0}};
   for (auto p : {rill::gas_cache_policy::lru, rill::gas_cache_policy::random})
     for (std::size_t k : {1, 4, 16, 64}) configs.push_back({p, k * 1024});

@@ -216,7 +216,8 @@ struct bfs_state {
     }
   }
 };
-bfs_state* states[64];  // by rank: the local transport runs every rank in this process
+constexpr int max_ranks = 64;
+bfs_state* states[max_ranks];  // by rank: the local transport runs every rank in this process
 
 std::vector<std::int64_t> rill_bfs(bfs_state& s, std::uint64_t root) {
   const graph_part& p = *s.part;
@@ -308,6 +309,21 @@ std::vector<std::int64_t> assemble(const std::vector<std::vector<std::int64_t>>&
   return parent;
 }
 
+// Validates one BFS tree (from each rank's share of the parents) and records its TEPS, or counts
+// the failure; on rank 0.
+void record(const char* who, const bench::kronecker& g, const std::vector<std::uint64_t>& label,
+            const std::vector<std::vector<std::int64_t>>& shares, std::uint64_t root, double seconds,
+            std::vector<double>& teps, int& failures) {
+  try {
+    const std::uint64_t m = validate(g, label, assemble(shares, g.vertices()), root);
+    teps.push_back(static_cast<double>(m) / seconds);
+    bench::progress("G2 {} root {}: {:.3g} TEPS ({} edges, {:.3g} s)", who, root, teps.back(), m, seconds);
+  } catch (const std::exception& e) {
+    ++failures;
+    bench::progress("G2 {} root {}: validation failed: {}", who, root, e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -359,14 +375,7 @@ int main(int argc, char** argv) {
           shares[static_cast<std::size_t>(r)].assign(
               all.begin() + at[static_cast<std::size_t>(r)],
               all.begin() + at[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)]);
-        try {
-          const std::uint64_t m = validate(g, label, assemble(shares, g.vertices()), root);
-          peer_teps.push_back(static_cast<double>(m) / seconds);
-          bench::progress("G2 mpi root {}: {:.3g} TEPS ({} edges, {:.3g} s)", root, peer_teps.back(), m, seconds);
-        } catch (const std::exception& e) {
-          ++failures;
-          bench::progress("G2 mpi root {}: validation failed: {}", root, e.what());
-        }
+        record("mpi", g, label, shares, root, seconds, peer_teps, failures);
       }
     }
   }
@@ -379,6 +388,7 @@ int main(int argc, char** argv) {
     workers = rt.options().workers;
     rt.run_spmd([&] {
       const int me = rill::rank_me(), R = rill::rank_n();
+      if (R > max_ranks) throw std::runtime_error(fmt::format("G2 runs on at most {} ranks, not {}", max_ranks, R));
       const graph_part p = build(g, label, me, R);
       bfs_state s;
       s.part = &p;
@@ -393,14 +403,7 @@ int main(int argc, char** argv) {
         const double seconds = bench::seconds_since(t0);
         const auto shares = world.gather(std::move(mine), 0).get();
         if (me == 0) {
-          try {
-            const std::uint64_t m = validate(g, label, assemble(shares, g.vertices()), root);
-            teps.push_back(static_cast<double>(m) / seconds);
-            bench::progress("G2 rill root {}: {:.3g} TEPS ({} edges, {:.3g} s)", root, teps.back(), m, seconds);
-          } catch (const std::exception& e) {
-            ++failures;
-            bench::progress("G2 rill root {}: validation failed: {}", root, e.what());
-          }
+          record("rill", g, label, shares, root, seconds, teps, failures);
           rank0 = true;
           ranks = R;
         }

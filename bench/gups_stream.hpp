@@ -2,6 +2,8 @@
 // its own pseudo-random sequence of 64-bit values; an update's word is the value's low bits.
 #pragma once
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 
 namespace bench {
@@ -30,5 +32,26 @@ void gups_updates(std::uint64_t& state, std::uint64_t count, std::uint64_t words
     fn(state & mask, state);
   }
 }
+
+// The command line the AGAS GUPS benchmarks (A1, A2) share: repetitions and updates per rank;
+// --quick means 2^14 updates per rank and one repetition.
+struct gups_options {
+  int reps = 3;
+  int log_updates = 18;
+  bool quick = false;
+  void add_to(CLI::App& app) {
+    app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
+    app.add_option("--log-updates", log_updates, "log2 of the updates per rank")->check(CLI::Range(8, 26));
+    app.add_flag("--quick", quick, "2^14 updates per rank, 1 repetition");
+  }
+  // After parsing: applies --quick; the updates per rank.
+  std::uint64_t finish_parsing() {
+    if (quick) {
+      log_updates = std::min(log_updates, 14);
+      reps = 1;
+    }
+    return std::uint64_t{1} << log_updates;
+  }
+};
 
 }  // namespace bench
