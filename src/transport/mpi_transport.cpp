@@ -5,6 +5,7 @@
 // Receives are pre-posted for buffers up to the eager size; larger buffers are announced by their
 // tag and received with a matched probe. Sends are non-blocking; their buffers live until complete.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +19,7 @@
 
 #include "common/log.hpp"
 #include "rill/error.hpp"
+#include "transport/clear_pages.hpp"
 #include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
 
@@ -417,7 +419,7 @@ class mpi_transport final : public transport {
         int unit = 0;
         void* at = nullptr;
         check(MPI_Win_shared_query(window_, i, &got, &unit, &at), "MPI_Win_shared_query");
-        m.local_base[static_cast<std::size_t>(world_of[static_cast<std::size_t>(i)])] = static_cast<std::byte*>(at);
+        m.local_base[static_cast<std::size_t>(world_of[static_cast<std::size_t>(i)])] = page_aligned(at);
       }
     }
     return m;
@@ -443,8 +445,13 @@ class mpi_transport final : public transport {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each part page-aligned, near its owner
     void* base = nullptr;
     MPI_Win win = MPI_WIN_NULL;
-    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node, &base, &win);
+    // A page more than asked: the library need not start a part on a page (Open MPI does not), and
+    // a segment starts on one (its granules, delegate locks and page-wise clearing count on it).
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + page_bytes()), 1, info, node, &base, &win);
     MPI_Info_free(&info);
+    // MPI does not promise zeroes, and a segment must start as zeroes. Before the collective
+    // below, so that no process reads a part before its owner has cleared it.
+    if (rc == MPI_SUCCESS) clear_pages(page_aligned(base), bytes);
     int ok = rc == MPI_SUCCESS ? 1 : 0, all_ok = 0;
     check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
     if (!all_ok) {
@@ -455,7 +462,15 @@ class mpi_transport final : public transport {
     }
     window_ = win;
     node_comm_ = node;
-    return static_cast<std::byte*>(base);
+    return page_aligned(base);
+  }
+
+  static std::size_t page_bytes() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+  // The first page boundary at or after p: where the segment starts in a part of the window (the
+  // same in every process' mapping of it, since mappings keep offsets within pages).
+  static std::byte* page_aligned(void* p) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p), page = page_bytes();
+    return reinterpret_cast<std::byte*>((at + page - 1) / page * page);
   }
 
   bool owns_mpi_ = false;

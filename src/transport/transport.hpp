@@ -80,7 +80,8 @@ class transport {
   // Collective start-up: `bytes` of segment memory for each rank of this process, and the
   // segments of other ranks that this process can address (with `share`: under local every
   // rank's; under mpi those on this node, through an MPI-3 shared-memory window, where the MPI
-  // library provides one). The memory lives until the transport is destroyed.
+  // library provides one). The memory reads as zeroes at first (the segment's tag table and global
+  // heap count on it) and lives until the transport is destroyed.
   virtual segment_memory map_segments(std::size_t bytes, bool share) = 0;
   // Collective end: all sends complete, every rank has reached this point.
   virtual void finish() = 0;
