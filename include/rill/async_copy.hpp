@@ -33,7 +33,8 @@ template <class S, class T>
 requires std::is_same_v<std::remove_const_t<S>, T> future<void> async_copy(global_ptr<S> src, global_ptr<T> dst,
                                                                            std::size_t count,
                                                                            event after = event::none()) {
-  return detail::copy_bytes(src.where(), src.raw_address(), dst.where(), dst.raw_address(), count * sizeof(T), after);
+  return detail::copy_bytes(src.where(), src.tagged_address(), dst.where(), dst.tagged_address(), count * sizeof(T),
+                            after);
 }
 
 }  // namespace rill

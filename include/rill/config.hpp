@@ -13,6 +13,9 @@ enum class transport_kind { local, mpi };
 enum class steal_policy { off, random, hierarchical };
 // What a rank's translation cache of relocated AGAS blocks forgets first when full (rill/gas.hpp).
 enum class gas_cache_policy { unbounded, lru, random };
+// Where the generation tags of global memory are checked (rill/global_ptr.hpp): on every access,
+// or on all but single-element operations through a mapped segment, which check bounds only.
+enum class tag_checks { every, home };
 
 struct config {
   int ranks = 1;    // ranks of the local transport (mpi: the communicator's size)
@@ -35,6 +38,7 @@ struct config {
   bool shared_segments = true;                            // ranks of one process address each other's segments directly
   gas_cache_policy gas_cache = gas_cache_policy::unbounded;  // the AGAS translation cache's replacement policy
   std::size_t gas_cache_entries = 4096;                      // its bound (lru, random)
+  tag_checks tag_check = tag_checks::home;  // release builds of Rill; debug builds: every (src/common/options.cpp)
 };
 
 }  // namespace rill

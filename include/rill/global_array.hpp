@@ -19,13 +19,17 @@
 // keeps its index's place and only the pages of blocks a rank holds are ever touched there.
 //
 // global_alloc and global_free are called from a task of any rank and wait (yielding its fiber);
-// global_free zeroes the elements where they live before their place can be reused. Freeing an
-// array twice is an error (rill::misuse_error); using a handle after its array was freed is not
-// detected yet (that needs the generation tags of relocatable blocks).
+// global_free zeroes the elements where they live before their place can be reused. An array's
+// memory carries its generation tag (rill/detail/tagged_address.hpp), and so do its handle and
+// the element pointers it makes: freeing an array twice, and using a handle after its array was
+// freed -- an element's access, local(), for_each -- are errors (rill::misuse_error) naming the
+// cause, even once its place holds another array.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -36,6 +40,7 @@
 #include "rill/event.hpp"
 #include "rill/finish.hpp"
 #include "rill/forasync.hpp"
+#include "rill/future.hpp"
 #include "rill/global_ptr.hpp"
 #include "rill/proc.hpp"
 #include "rill/runtime.hpp"
@@ -53,6 +58,7 @@ struct array_layout {
   std::int32_t rank = -1;   // local: the home
   distribution::kind kind = distribution::kind::local;
   std::int8_t shift = -1;  // log2(block) when block is a power of two, else -1
+  std::uint8_t tag = 0;    // the generation of its memory (rill/detail/tagged_address.hpp)
 
   std::uint64_t blocks() const { return block == 0 ? 0 : (n + block - 1) / block; }
 
@@ -122,6 +128,14 @@ void allocate_layout(array_layout& l, std::size_t elem, std::size_t align);
 void free_layout(const array_layout& l, std::size_t elem);
 // The address, in its owner's address space, of index `index` of rank `r`'s part.
 std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem);
+// The words of a failure of for_each on the calling rank.
+std::string for_each_failure(const std::exception& e);
+// An event that triggers once every future is ready: poisoned with the first failure's words,
+// if one is not empty.
+event all_ended(std::vector<future<std::string>> failures);
+// Throws misuse_error, naming `what`, when the calling rank's elements of the layout are not the
+// live array's: it was freed (and its place perhaps allocated again).
+void check_live_here(const array_layout& l, std::size_t elem, const char* what);
 // Throws the misuse_error of an index past the end (out of line: indexing is a hot path).
 [[noreturn]] void index_out_of_range(std::uint64_t i, std::uint64_t n);
 struct element_place {
@@ -157,7 +171,7 @@ class global_array {
     if (i >= l_.n) [[unlikely]]
       detail::index_out_of_range(i, l_.n);
     const auto e = detail::element_at(l_, i, sizeof(T));
-    return global_ptr<T>(e.rank, reinterpret_cast<T*>(e.address));
+    return global_ptr<T>(e.rank, reinterpret_cast<T*>(e.address), l_.tag);
   }
   // The rank that holds element i.
   int home(std::uint64_t i) const { return (*this)[i].where(); }
@@ -176,6 +190,7 @@ class global_array {
     const int me = rank_me(), ranks = rank_n();
     const std::uint64_t runs = l_.slots(me, ranks);
     if (runs == 0) return;
+    detail::check_live_here(l_, sizeof(T), "rill::for_each");
     T* part = reinterpret_cast<T*>(detail::part_address(l_, me, 0, sizeof(T)));
     if (runs == 1) {  // local, blocked: one run, cut into tiles
       const auto r = l_.slot(me, ranks, 0);
@@ -215,16 +230,25 @@ void global_free(const global_array<T>& a) {
 
 // Runs fn(i, element) at every element's home -- a task per rank that holds elements, its
 // elements cut into tiles over that rank's workers -- and returns the event that triggers when
-// all have run (poisoned if fn threw). fn is called concurrently, as const, and must be shippable
-// (a function, or a lambda whose captures are trivially copyable).
+// all have run: poisoned if fn threw somewhere (or the array was freed), but only once every
+// rank's task has ended, so that the array may be freed then. fn is called concurrently, as
+// const, and must be shippable (a function, or a lambda whose captures are trivially copyable).
 template <class T, class F>
 event for_each(const global_array<T>& a, F fn) {
   static_assert(detail::shippable<F>,
                 "rill::for_each: fn must be a function or a lambda whose captures are trivially copyable");
-  std::vector<event> done;
+  std::vector<future<std::string>> ran;
   for (int r = 0, ranks = rank_n(); r < ranks; ++r)
-    if (a.layout().slots(r, ranks) > 0) done.push_back(proc(r).spawn([a, fn] { a.for_each_here(fn); }));
-  return merge(done);
+    if (a.layout().slots(r, ranks) > 0)
+      ran.push_back(rpc(r, [a, fn] {
+        try {
+          a.for_each_here(fn);
+          return std::string();
+        } catch (const std::exception& e) {
+          return detail::for_each_failure(e);
+        }
+      }));
+  return detail::all_ended(std::move(ran));
 }
 
 // The same as tasks of the calling task's finish scope (HabaneroUPC++'s forasync over a

@@ -65,21 +65,21 @@ future<std::remove_const_t<T>> rget(global_ptr<T> src, event after = event::none
 template <class T>
 future<void> rput(const T* src, global_ptr<T> dst, std::size_t count, event after = event::none()) {
   return detail::put_bytes(
-      src, dst.where(), dst.raw_address(),
+      src, dst.where(), dst.tagged_address(),
       detail::shape_of<T>(count, 1, static_cast<std::ptrdiff_t>(count), static_cast<std::ptrdiff_t>(count)), after);
 }
 
 template <class T>
 future<void> rget(global_ptr<T> src, std::remove_const_t<T>* dst, std::size_t count, event after = event::none()) {
   return detail::get_bytes(
-      src.where(), src.raw_address(), dst,
+      src.where(), src.tagged_address(), dst,
       detail::shape_of<T>(count, 1, static_cast<std::ptrdiff_t>(count), static_cast<std::ptrdiff_t>(count)), after);
 }
 
 template <class T>
 future<void> rput_strided(const T* src, std::ptrdiff_t src_stride, global_ptr<T> dst, std::ptrdiff_t dst_stride,
                           std::size_t block, std::size_t blocks, event after = event::none()) {
-  return detail::put_bytes(src, dst.where(), dst.raw_address(),
+  return detail::put_bytes(src, dst.where(), dst.tagged_address(),
                            detail::shape_of<T>(block, blocks, src_stride, dst_stride), after);
 }
 
@@ -87,7 +87,7 @@ template <class T>
 future<void> rget_strided(global_ptr<T> src, std::ptrdiff_t src_stride, std::remove_const_t<T>* dst,
                           std::ptrdiff_t dst_stride, std::size_t block, std::size_t blocks,
                           event after = event::none()) {
-  return detail::get_bytes(src.where(), src.raw_address(), dst,
+  return detail::get_bytes(src.where(), src.tagged_address(), dst,
                            detail::shape_of<T>(block, blocks, dst_stride, src_stride), after);
 }
 

@@ -10,6 +10,7 @@
 #include <limits>
 #include <string_view>
 
+#include "common/segment_layout.hpp"
 #include "rill/error.hpp"
 
 namespace rill::detail {
@@ -154,7 +155,7 @@ const std::vector<option_spec>& table() {
       {"segment", "128MiB",
        "each rank's registered segment for global memory (rill::new_array): reserved address space, committed as used",
        [](parsed_options& o, std::string_view v) {
-         o.cfg.segment_bytes = parse_size("segment", v, 64 * 1024, 1ull << 40);
+         o.cfg.segment_bytes = parse_size("segment", v, 128 * 1024, 1ull << 40);
        }},
       {"global-heap", "half the segment",
        "the last part of each rank's segment that holds global arrays (rill::global_alloc); a multiple of 4 KiB",
@@ -172,6 +173,17 @@ const std::vector<option_spec>& table() {
            o.cfg.shared_segments = false;
          else
            bad_value("shared-segments", v, "on or off");
+       }},
+      {"tag-checks", "every (debug), home (release)",
+       "where generation tags of global memory catch use after free: every access, or at the home, in local() and in "
+       "bulk transfers (single-element operations through a mapped segment check bounds only)",
+       [](parsed_options& o, std::string_view v) {
+         if (v == "every")
+           o.cfg.tag_check = rill::tag_checks::every;
+         else if (v == "home")
+           o.cfg.tag_check = rill::tag_checks::home;
+         else
+           bad_value("tag-checks", v, "every or home");
        }},
       {"gas-cache", "unbounded",
        "the translation cache of relocated AGAS blocks (rill/gas.hpp): unbounded, lru or random (the last two forget "
@@ -212,23 +224,29 @@ std::string env_name(std::string_view name) {
   return e;
 }
 
-// Whole pages for both, and room for the rank's own heap (at least 64 KiB) before the global one.
+// Whole pages for both, and room for the rank's own heap (at least 64 KiB) between the segment's
+// locks and tags and the global heap.
 void fit_global_heap(parsed_options& o) {
   constexpr std::size_t page = 4096, own_heap_min = 64 * 1024;
   rill::config& c = o.cfg;
   c.segment_bytes = (c.segment_bytes + page - 1) / page * page;
-  if (!o.global_heap_given) c.global_heap_bytes = std::min(c.segment_bytes / 2, c.segment_bytes - own_heap_min);
+  const std::size_t reserved = rill::detail::segment_layout::heap_start(c.segment_bytes) + own_heap_min;
+  if (!o.global_heap_given) c.global_heap_bytes = std::min(c.segment_bytes / 2, c.segment_bytes - reserved);
   c.global_heap_bytes = c.global_heap_bytes / page * page;
-  if (c.global_heap_bytes + own_heap_min > c.segment_bytes)
-    throw usage_error(
-        fmt::format("--rill:global-heap={} leaves less than 64 KiB of --rill:segment={} to the rank's own heap",
-                    c.global_heap_bytes, c.segment_bytes));
+  if (c.global_heap_bytes + reserved > c.segment_bytes)
+    throw usage_error(fmt::format(
+        "--rill:global-heap={} leaves less than 64 KiB of --rill:segment={} to the rank's own heap (after {} bytes of "
+        "delegate locks and generation tags)",
+        c.global_heap_bytes, c.segment_bytes, rill::detail::segment_layout::heap_start(c.segment_bytes)));
 }
 
 }  // namespace
 
 parsed_options parse_options(int& argc, char** argv) {
   parsed_options o;
+#ifndef NDEBUG
+  o.cfg.tag_check = rill::tag_checks::every;  // a debug build of Rill checks every access
+#endif
   for (const auto& s : table()) {
     if (s.name == std::string_view("help")) continue;
     if (const char* v = std::getenv(env_name(s.name).c_str())) s.set(o, v);

@@ -61,7 +61,7 @@ int owner_of(const alloc_plan& p, std::uint64_t i, int ranks, int manager) {
 
 std::byte* allocate_block(std::uint64_t bytes, const char* what) {
   rank_state& r = current_rank(what);
-  void* m = r.memory_segment().allocate(bytes, std::min<std::uint64_t>(std::bit_ceil(bytes), 64));
+  void* m = r.memory_segment().allocate(bytes, std::min<std::uint64_t>(std::bit_ceil(bytes), 64)).at;
   if (!m)
     throw misuse_error(fmt::format("{}: rank {} has no room for a block of {} bytes in its segment (--rill:segment)",
                                    what, r.id(), bytes));

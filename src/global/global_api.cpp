@@ -9,22 +9,23 @@ namespace rill::detail {
 
 std::uintptr_t segment_allocate(std::size_t bytes, std::size_t align, const char* what) {
   rank_state& r = current_rank(what);
-  void* p = r.memory_segment().allocate(bytes, align);
-  if (!p)
+  const segment::allocation a = r.memory_segment().allocate(bytes, align);
+  if (!a.at)
     throw misuse_error(
         fmt::format("{}: {} bytes do not fit in what is free of rank {}'s {}-byte segment (--rill:segment)", what,
                     bytes, r.id(), r.memory_segment().size()));
-  return reinterpret_cast<std::uintptr_t>(p);
+  return with_tag(reinterpret_cast<std::uintptr_t>(a.at), a.tag);
 }
 
-void segment_free(int rank, std::uintptr_t addr, const char* what) {
+void segment_free(int rank, std::uintptr_t tagged, const char* what) {
   rank_state& r = current_rank(what);
   if (rank != r.id())
     throw misuse_error(
         fmt::format("{}: rank {}'s memory is freed on rank {}, not here (rank {})", what, rank, rank, r.id()));
-  if (!r.addressable_segment(rank)->contains(addr, 1))
+  const std::uintptr_t addr = untagged(tagged);
+  if (r.addressable_segment(rank)->check(addr, 1, 1) == range_fault::outside)
     throw misuse_error(fmt::format("{}: 0x{:x} is not in rank {}'s segment", what, addr, rank));
-  if (!r.memory_segment().deallocate(reinterpret_cast<void*>(addr)))
+  if (!r.memory_segment().deallocate(reinterpret_cast<void*>(addr), tag_of(tagged)))
     throw misuse_error(
         fmt::format("{}: 0x{:x} on rank {} is not a live allocation (freed already, or not the start "
                     "of one)",
@@ -33,7 +34,7 @@ void segment_free(int rank, std::uintptr_t addr, const char* what) {
 
 bool segment_addressable(int rank) { return current_rank("rill::global_ptr").addressable_segment(rank) != nullptr; }
 
-void* segment_address(int rank, std::uintptr_t addr, std::size_t bytes, const char* what) {
+void* segment_address(int rank, std::uintptr_t tagged, std::size_t bytes, const char* what) {
   rank_state& r = current_rank(what);
   if (rank < 0 || rank >= r.size())
     throw misuse_error(
@@ -42,7 +43,7 @@ void* segment_address(int rank, std::uintptr_t addr, std::size_t bytes, const ch
   if (!s)
     throw misuse_error(
         fmt::format("{}: rank {}'s memory is not addressable from rank {} (use rill::async_copy)", what, rank, r.id()));
-  return checked_address(*s, rank, addr, bytes, 1, what);
+  return checked_address(*s, rank, tagged, bytes, 1, what);
 }
 
 int calling_rank(const char* what) { return current_rank(what).id(); }

@@ -39,22 +39,49 @@ std::uint64_t part_bytes(const array_layout& l, std::size_t elem, int ranks) {
   return l.n * elem;
 }
 
-// Zeroes the calling rank's elements of the layout.
-void zero_here(const array_layout& l, std::size_t elem) {
+// Runs fn(address, bytes) over the runs of the calling rank's elements of the layout.
+template <class F>
+void for_runs_here(const array_layout& l, std::size_t elem, const F& fn) {
   const int me = rank_me(), ranks = rank_n();
-  auto* part = reinterpret_cast<std::byte*>(part_address(l, me, 0, elem));
+  const std::uintptr_t part = part_address(l, me, 0, elem);
   for (std::uint64_t j = 0, s = l.slots(me, ranks); j < s; ++j) {
     const auto r = l.slot(me, ranks, j);
-    if (r.count > 0) std::memset(part + r.index * elem, 0, r.count * elem);
+    if (r.count > 0) fn(part + r.index * elem, r.count * elem);
   }
 }
 
+// Tags the calling rank's elements of a new array with its generation.
+void tag_here(const array_layout& l, std::size_t elem) {
+  segment& s = current_rank("rill::global_alloc").memory_segment();
+  for_runs_here(l, elem, [&](std::uintptr_t at, std::size_t bytes) { s.set_tags(at, bytes, l.tag); });
+}
+
+// Zeroes the calling rank's elements of a freed array and clears their tags.
+void zero_here(const array_layout& l, std::size_t elem) {
+  segment& s = current_rank("rill::global_free").memory_segment();
+  for_runs_here(l, elem, [&](std::uintptr_t at, std::size_t bytes) {
+    std::memset(reinterpret_cast<void*>(at), 0, bytes);
+    s.set_tags(at, bytes, 0);
+  });
+}
+
+// Runs fn on every rank that holds elements of the layout; waits.
+template <class F>
+void on_holders(const array_layout& l, F fn) {
+  std::vector<event> done;
+  for (int k = 0, ranks = rank_n(); k < ranks; ++k)
+    if (l.slots(k, ranks) > 0) done.push_back(proc(k).spawn(fn));
+  merge(done).wait();
+}
+
+// A tagged address (rill/detail/tagged_address.hpp).
 std::uintptr_t allocate_own(std::uint64_t bytes, std::uint64_t align) {
   const std::uintptr_t at = segment_allocate(bytes, align, "rill::global_alloc");
-  std::memset(reinterpret_cast<void*>(at), 0, bytes);  // the own heap reuses freed memory
+  std::memset(reinterpret_cast<void*>(untagged(at)), 0, bytes);  // the own heap reuses freed memory
   return at;
 }
 
+// The offset with the tag in its top byte, as a tagged address.
 std::uint64_t allocate_global(std::uint64_t bytes, std::uint64_t align) {
   rank_state& r = current_rank("rill::global_alloc");
   const auto at = r.global_heap()->allocate(bytes, align);
@@ -63,21 +90,20 @@ std::uint64_t allocate_global(std::uint64_t bytes, std::uint64_t align) {
         fmt::format("rill::global_alloc: {} bytes on every rank do not fit in what is free of the {}-byte global heap "
                     "(--rill:global-heap)",
                     bytes, r.global_heap()->size()));
-  return *at;
+  return with_tag(at->offset, at->tag);
 }
 
 // On rank 0: takes the array out of use (refusing one that is not live), has every rank zero its
 // elements, then makes the range reusable.
 void free_global(array_layout l, std::uint64_t elem) {
   rank_state& r = current_rank("rill::global_free");
-  const auto bytes = r.global_heap()->retire(l.where);
+  const auto bytes = r.global_heap()->retire(l.where, l.tag);
   if (!bytes)
-    throw misuse_error(fmt::format(
-        "rill::global_free: no global array starts at offset {} of the global heap (freed already?)", l.where));
-  std::vector<event> zeroed;
-  for (int k = 0, ranks = rank_n(); k < ranks; ++k)
-    if (l.slots(k, ranks) > 0) zeroed.push_back(proc(k).spawn([l, elem] { zero_here(l, elem); }));
-  merge(zeroed).wait();
+    throw misuse_error(
+        fmt::format("rill::global_free: no global array of generation {} starts at offset {} of the global heap (freed "
+                    "already, perhaps its place allocated again since)",
+                    l.tag, l.where));
+  on_holders(l, [l, elem] { zero_here(l, elem); });
   r.global_heap()->recycle(l.where, *bytes);
 }
 
@@ -124,11 +150,18 @@ void allocate_layout(array_layout& l, std::size_t elem, std::size_t align) {
   if (l.n == 0) return;
   if (l.kind == kind::local) {
     const std::uint64_t bytes = l.n * elem;
-    l.where = l.rank == rank_me() ? allocate_own(bytes, align) : rpc(l.rank, &allocate_own, bytes, align).get();
+    const std::uintptr_t at =
+        l.rank == rank_me() ? allocate_own(bytes, align) : rpc(l.rank, &allocate_own, bytes, align).get();
+    l.where = untagged(at);
+    l.tag = tag_of(at);
     return;
   }
   const std::uint64_t bytes = part_bytes(l, elem, rank_n());
-  l.where = rank_me() == 0 ? allocate_global(bytes, align) : rpc(0, &allocate_global, bytes, align).get();
+  const std::uint64_t at =
+      rank_me() == 0 ? allocate_global(bytes, align) : rpc(0, &allocate_global, bytes, align).get();
+  l.where = untagged(at);
+  l.tag = tag_of(at);
+  on_holders(l, [l, elem] { tag_here(l, elem); });
 }
 
 void free_layout(const array_layout& l, std::size_t elem) {
@@ -136,9 +169,9 @@ void free_layout(const array_layout& l, std::size_t elem) {
   if (l.kind == kind::local) {
     auto free_own = [](std::uintptr_t at) { segment_free(rank_me(), at, "rill::global_free"); };
     if (l.rank == rank_me())
-      free_own(l.where);
+      free_own(with_tag(l.where, l.tag));
     else
-      rpc(l.rank, free_own, l.where).get();
+      rpc(l.rank, free_own, with_tag(l.where, l.tag)).get();
     return;
   }
   rpc(0, &free_global, l, std::uint64_t{elem}).get();
@@ -169,6 +202,37 @@ std::uintptr_t part_base(const array_layout& l, const heap_bases_here& h, int r)
   return l.kind == kind::local ? l.where : h.bases[r] + l.where;
 }
 }  // namespace
+
+std::string for_each_failure(const std::exception& e) {
+  return fmt::format("rill::for_each on rank {}: {}", rank_me(), e.what());
+}
+
+event all_ended(std::vector<future<std::string>> failures) {
+  std::vector<event> ended(failures.begin(), failures.end());
+  promise<void> done;
+  future<void> out = done.get_future();
+  run_after(
+      merge(ended),
+      [failures = std::move(failures), done]() mutable {
+        for (auto& f : failures)
+          if (std::string why = f.get(); !why.empty()) {
+            done.poison(why);
+            return;
+          }
+        done.put();
+      },
+      poison_into(done));
+  return out;
+}
+
+void check_live_here(const array_layout& l, std::size_t elem, const char* what) {
+  const rank_state& r = current_rank(what);
+  const segment_view& s = *r.addressable_segment(r.id());
+  for_runs_here(l, elem, [&](std::uintptr_t at, std::size_t bytes) {
+    const range_fault f = s.check(with_tag(at, l.tag), bytes, 1);
+    if (f != range_fault::none) throw misuse_error(fault_text(s, f, r.id(), with_tag(at, l.tag), bytes, 1, what));
+  });
+}
 
 void index_out_of_range(std::uint64_t i, std::uint64_t n) {
   throw misuse_error(fmt::format("rill::global_array: index {} is out of range (size {})", i, n));

@@ -2,17 +2,31 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <new>
 
 #include "rill/error.hpp"
 
 namespace rill::detail {
 
+namespace {
+constexpr std::size_t granule = segment_layout::granule;
+std::size_t whole_granules(std::size_t bytes) {
+  return (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
+}
+}  // namespace
+
+bool segment_view::tagged_as(std::size_t first, std::size_t last, std::uint8_t tag) const {
+  const std::uint8_t* t = tags();
+  return std::all_of(t + first, t + last + 1, [tag](std::uint8_t x) { return x == tag; });
+}
+
 segment::segment(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes)
     : base_(memory),
       size_(bytes),
-      heap_(boost::interprocess::create_only, memory + sizeof(segment_header),
-            bytes - sizeof(segment_header) - global_heap_bytes) {
+      heap_(boost::interprocess::create_only, memory + segment_layout::heap_start(bytes),
+            bytes - segment_layout::heap_start(bytes) - global_heap_bytes) {
   ::new (static_cast<void*>(memory)) segment_header();
 }
 
@@ -20,28 +34,63 @@ segment::~segment() {
   heap_ = boost::interprocess::managed_external_buffer();  // before its memory goes
 }
 
-void* segment::allocate(std::size_t bytes, std::size_t align) {
+segment::allocation segment::allocate(std::size_t bytes, std::size_t align) {
+  // Whole granules, so that no granule holds two allocations with two tags.
+  bytes = whole_granules(bytes);
   std::lock_guard<std::mutex> hold(lock_);
-  void* p = heap_.allocate_aligned(bytes == 0 ? 1 : bytes, static_cast<unsigned>(align), std::nothrow);
-  if (p) live_.insert(p);
-  return p;
+  void* p = heap_.allocate_aligned(bytes, static_cast<unsigned>(std::max(align, granule)), std::nothrow);
+  if (!p) return {nullptr, 0};
+  const std::uint8_t tag = tags_.next();
+  live_.emplace(p, live_allocation{bytes, tag});
+  set_tags(reinterpret_cast<std::uintptr_t>(p), bytes, tag);
+  return {p, tag};
 }
 
-bool segment::deallocate(void* p) {
+bool segment::deallocate(void* p, std::uint8_t tag) {
   std::lock_guard<std::mutex> hold(lock_);
-  if (live_.erase(p) == 0) return false;
+  const auto it = live_.find(p);
+  if (it == live_.end() || (tag != 0 && it->second.tag != tag)) return false;
+  set_tags(reinterpret_cast<std::uintptr_t>(p), it->second.bytes, 0);
+  live_.erase(it);
   heap_.deallocate(p);
   return true;
 }
 
-void* checked_address(const segment_view& s, int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align,
+void segment::set_tags(std::uintptr_t addr, std::size_t bytes, std::uint8_t tag) {
+  if (bytes == 0) return;
+  const segment_view v = view();
+  const std::size_t first = v.granule_of(addr), last = v.granule_of(addr + bytes - 1);
+  std::memset(base_ + segment_layout::lock_bytes + first, tag, last - first + 1);
+}
+
+std::string fault_text(const segment_view& s, range_fault f, int rank, std::uintptr_t tagged, std::size_t bytes,
+                       std::size_t align, const char* what) {
+  const std::uintptr_t addr = untagged(tagged);
+  switch (f) {
+    case range_fault::none: break;
+    case range_fault::outside:
+      return fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank);
+    case range_fault::misaligned:
+      return fmt::format("{}: 0x{:x} on rank {} is not aligned to {} bytes", what, addr, rank, align);
+    case range_fault::freed: {
+      const std::uint8_t now = s.tag_at(addr);
+      return fmt::format(
+          "{}: 0x{:x} on rank {} is not in the allocation this global pointer was made for: that allocation was "
+          "freed{} (use after free: generation {} in the pointer, {} in memory), or the pointer was moved out of it",
+          what, addr, rank, now == 0 ? "" : " and its memory allocated again", tag_of(tagged), now);
+    }
+    case range_fault::past_end:
+      return fmt::format("{}: [0x{:x}, +{} bytes) on rank {} runs past the end of its allocation", what, addr, bytes,
+                         rank);
+  }
+  return fmt::format("{}: [0x{:x}, +{} bytes) on rank {} is good", what, addr, bytes, rank);
+}
+
+void* checked_address(const segment_view& s, int rank, std::uintptr_t tagged, std::size_t bytes, std::size_t align,
                       const char* what) {
-  if (!s.contains(addr, bytes))
-    throw misuse_error(
-        fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank));
-  if ((addr & (align - 1)) != 0)  // align: a power of two
-    throw misuse_error(fmt::format("{}: 0x{:x} on rank {} is not aligned to {} bytes", what, addr, rank, align));
-  return s.translate(addr);
+  const range_fault f = s.check(tagged, bytes, align);
+  if (f != range_fault::none) throw misuse_error(fault_text(s, f, rank, tagged, bytes, align, what));
+  return s.translate(tagged);
 }
 
 }  // namespace rill::detail

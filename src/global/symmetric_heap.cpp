@@ -13,7 +13,7 @@ symmetric_heap::symmetric_heap(std::uint64_t bytes) : bytes_(bytes) {
   if (bytes > 0) free_.emplace(0, bytes);
 }
 
-std::optional<std::uint64_t> symmetric_heap::allocate(std::uint64_t bytes, std::uint64_t align) {
+std::optional<symmetric_heap::placed> symmetric_heap::allocate(std::uint64_t bytes, std::uint64_t align) {
   bytes = round_up(bytes == 0 ? 1 : bytes, line);
   align = align < line ? line : align;
   std::lock_guard<std::mutex> hold(m_);
@@ -24,17 +24,18 @@ std::optional<std::uint64_t> symmetric_heap::allocate(std::uint64_t bytes, std::
     free_.erase(it);
     if (at > start) free_.emplace(start, at - start);
     if (at + bytes < end) free_.emplace(at + bytes, end - (at + bytes));
-    live_.emplace(at, bytes);
-    return at;
+    const std::uint8_t tag = tags_.next();
+    live_.emplace(at, live_range{bytes, tag});
+    return placed{at, tag};
   }
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> symmetric_heap::retire(std::uint64_t offset) {
+std::optional<std::uint64_t> symmetric_heap::retire(std::uint64_t offset, std::uint8_t tag) {
   std::lock_guard<std::mutex> hold(m_);
   const auto it = live_.find(offset);
-  if (it == live_.end()) return std::nullopt;
-  const std::uint64_t bytes = it->second;
+  if (it == live_.end() || it->second.tag != tag) return std::nullopt;
+  const std::uint64_t bytes = it->second.length;
   live_.erase(it);
   return bytes;
 }

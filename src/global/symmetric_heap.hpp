@@ -13,18 +13,25 @@
 #include <mutex>
 #include <optional>
 
+#include "rill/detail/tagged_address.hpp"
+
 namespace rill::detail {
 
 class symmetric_heap {
  public:
   explicit symmetric_heap(std::uint64_t bytes);
 
-  // The offset of `bytes` bytes aligned to `align` (a power of two), or nothing when no free
-  // range is large enough. Sizes are rounded up to cache lines.
-  std::optional<std::uint64_t> allocate(std::uint64_t bytes, std::uint64_t align);
+  struct placed {
+    std::uint64_t offset;
+    std::uint8_t tag;  // its generation (rill/detail/tagged_address.hpp)
+  };
+  // The offset of `bytes` bytes aligned to `align` (a power of two) and a new generation tag, or
+  // nothing when no free range is large enough. Sizes are rounded up to cache lines.
+  std::optional<placed> allocate(std::uint64_t bytes, std::uint64_t align);
   // Takes a live allocation out of use and returns its size, or nothing when `offset` does not
-  // start one (never allocated, or retired already). Its range is not reusable until recycle().
-  std::optional<std::uint64_t> retire(std::uint64_t offset);
+  // start one of generation `tag` (never allocated, retired already, or allocated again since).
+  // Its range is not reusable until recycle().
+  std::optional<std::uint64_t> retire(std::uint64_t offset, std::uint8_t tag);
   // Returns a retired range (zeroed by then) to the free list.
   void recycle(std::uint64_t offset, std::uint64_t bytes);
 
@@ -35,7 +42,12 @@ class symmetric_heap {
   std::uint64_t bytes_;
   mutable std::mutex m_;
   std::map<std::uint64_t, std::uint64_t> free_;  // offset -> length; neighbours are merged
-  std::map<std::uint64_t, std::uint64_t> live_;  // offset -> length
+  struct live_range {
+    std::uint64_t length;
+    std::uint8_t tag;
+  };
+  std::map<std::uint64_t, live_range> live_;  // by offset
+  tag_sequence tags_;
 };
 
 }  // namespace rill::detail

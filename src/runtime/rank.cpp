@@ -31,6 +31,7 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       large_bytes_(cfg.large_bytes),
       stealing_(*this, cfg),
       shared_segments_(cfg.shared_segments),
+      every_tag_(cfg.tag_check == rill::tag_checks::every),
       gas_(id_, size_, cfg) {
   ep_.on_arrival([this] { pool_.notify(); });
   events_.trace().configure(cfg);

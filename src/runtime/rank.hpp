@@ -58,6 +58,9 @@ class rank_state final : public rank_services {
     if (rank == id_) return &own_view_;
     return shared_segments_ && segments_ ? segments_->find(rank) : nullptr;
   }
+  // Whether single-element operations through a mapped segment check generation tags too
+  // (--rill:tag-checks=every), not only bounds.
+  bool checks_every_tag() const { return every_tag_; }
   // This rank's segment over `memory`, and how this process sees every rank's; once, at start-up.
   // Rank 0 also keeps the global heap's allocator.
   void set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes,
@@ -130,6 +133,7 @@ class rank_state final : public rank_services {
   std::unique_ptr<segment> segment_;  // global memory homed here (src/global)
   segment_view own_view_;
   const bool shared_segments_;
+  const bool every_tag_;
   std::shared_ptr<const segment_directory> segments_;
   std::vector<std::uintptr_t> global_heap_bases_;
   std::unique_ptr<symmetric_heap> global_heap_;

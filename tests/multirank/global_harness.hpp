@@ -20,6 +20,20 @@ void both_ways(const setup& s, F fn) {
   }
 }
 
+// Runs fn(every) on rank 0 with shared segments on and off, each with --rill:tag-checks=every
+// (every = true) and =home (single-element operations through a mapped segment check bounds only).
+template <class F>
+void each_tag_check(const setup& s, F fn) {
+  for (const char* shared : {"on", "off"})
+    for (const char* checks : {"every", "home"}) {
+      SCOPED_TRACE(std::string("--rill:shared-segments=") + shared + " --rill:tag-checks=" + checks);
+      EXPECT_EQ(
+          run_checked(s, [&] { fn(std::string(checks) == "every"); },
+                      {std::string("--rill:shared-segments=") + shared, std::string("--rill:tag-checks=") + checks}),
+          0);
+    }
+}
+
 inline long pattern(int rank, std::size_t i) { return static_cast<long>(rank) * 1'000'000'007L + static_cast<long>(i); }
 
 // An array of n elements on `rank`, filled with pattern(rank, i) (or zeros).

@@ -14,6 +14,7 @@
 
 #include "global_harness.hpp"
 #include "harness.hpp"
+#include "rill/async_copy.hpp"
 #include "rill/atomics.hpp"
 #include "rill/completion_counter.hpp"
 #include "rill/delegate.hpp"
@@ -322,6 +323,71 @@ TEST_P(global_ops, bad_pointers_are_errors_naming_the_cause) {
     refuses([&] { (void)rill::rget_strided(x, 1, buf.data(), 1, 2, 2); }, "strides");
     expect(refused == 4, "a bad call was not refused at the call (" + std::to_string(refused) + " of 4)");
     free_on(x);
+  });
+}
+
+// Every operation through a pointer whose allocation was freed is an error naming the cause: the
+// generation tag in the pointer no longer matches its memory's -- whether the memory is free or
+// holds a new allocation -- checked where the memory is addressed (shared segments on) or at its
+// home (off). With --rill:tag-checks=home, single-element operations through a mapped segment
+// check bounds only: those are left out then, as they would write to the freed memory.
+TEST_P(global_ops, use_after_free_is_an_error_found_by_the_generation_tag) {
+  each_tag_check(GetParam(), [](bool every) {
+    const int far = rill::rank_n() - 1;
+    rill::global_ptr<std::int64_t> x = array_on<std::int64_t>(far, 4, true);
+    EXPECT_NE(x.tag(), 0) << "rill's allocations are tagged";
+    const bool elements_checked = every || !x.is_local();
+    free_on(x);
+    const auto every_operation_fails = [&](const std::string& words) {
+      if (elements_checked) {
+        EXPECT_TRUE(poisoned_saying(rill::rget(x), words)) << "rget";
+        EXPECT_TRUE(poisoned_saying(rill::rput(std::int64_t{1}, x + 1), words)) << "rput";
+        EXPECT_TRUE(poisoned_saying(rill::atomics::fetch_add(x + 2, 1), words)) << "an atomic";
+        EXPECT_TRUE(poisoned_saying(rill::delegate::call(x + 3, [](std::int64_t& v) { return v; }), words))
+            << "a delegate";
+        rill::completion_counter done;
+        rill::atomics::add(x, 1, done);
+        EXPECT_TRUE(throws_saying<rill::poisoned_error>([&] { done.wait(); }, words)) << "a feed-forward atomic";
+      }
+      std::vector<std::int64_t> buf(4);
+      EXPECT_TRUE(poisoned_saying(rill::rget(x, buf.data(), 4), words)) << "bulk rget";
+      EXPECT_TRUE(poisoned_saying(rill::rput(buf.data(), x, 4), words)) << "bulk rput";
+      rill::global_ptr<std::int64_t> mine = rill::new_array<std::int64_t>(4);
+      EXPECT_TRUE(poisoned_saying(rill::async_copy(x, mine, 4), words)) << "async_copy from";
+      EXPECT_TRUE(poisoned_saying(rill::async_copy(mine, x, 4), words)) << "async_copy to";
+      rill::delete_array(mine);
+      if (x.is_local()) {
+        EXPECT_TRUE(throws_saying<rill::misuse_error>([&] { (void)x.local(4); }, words)) << "local()";
+      }
+    };
+    every_operation_fails("use after free");
+    // Allocated again: best fit hands the same place to an allocation of the same size.
+    rill::global_ptr<std::int64_t> y = array_on<std::int64_t>(far, 4, true);
+    ASSERT_EQ(y.raw_address(), x.raw_address()) << "the test needs the freed place reused";
+    EXPECT_NE(y.tag(), x.tag());
+    every_operation_fails("allocated again");
+    // The new allocation is untouched by all of that, and the old pointer cannot free it.
+    std::vector<std::int64_t> got(4);
+    rill::rget(y, got.data(), 4).wait();
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(got[i], pattern(far, i)) << i;
+    EXPECT_TRUE(throws_saying<std::exception>([&] { free_on(x); }, "freed already"));
+    EXPECT_EQ(rill::rget(y + 3).get(), pattern(far, 3));
+    // A range that starts in an allocation and runs past its end (allocations come in whole
+    // 16-byte granules: 4 elements, 2 granules).
+    std::vector<std::int64_t> five(5);
+    EXPECT_TRUE(poisoned_saying(rill::rget(y, five.data(), 5), "runs past the end of its allocation"));
+    // Freed while the operations wait for their precondition: checked when they run.
+    rill::user_event go = rill::user_event::create();
+    std::vector<std::int64_t> late(4);
+    rill::future<void> bulk = rill::rget(y, late.data(), 4, go);
+    rill::future<std::int64_t> one =
+        elements_checked ? rill::rget(y + 1, go) : rill::make_ready_future(std::int64_t{0});
+    free_on(y);
+    go.trigger();
+    EXPECT_TRUE(poisoned_saying(bulk, "use after free")) << "a bulk rget behind a precondition";
+    if (elements_checked) {
+      EXPECT_TRUE(poisoned_saying(one, "use after free")) << "an rget behind a precondition";
+    }
   });
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/segment_layout.hpp"
 #include "rill/error.hpp"
 #include "test_argv.hpp"
 
@@ -20,10 +21,10 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",        "workers",     "transport",       "stack",     "agg-bytes",
-                                 "agg-age-us",   "large-bytes", "queue-buffers",   "chaos",     "log",
-                                 "idle-poll-us", "event-graph", "hang-report-s",   "steal",     "steal-batch",
-                                 "segment",      "global-heap", "shared-segments", "gas-cache", "gas-cache-entries"};
+const char* const all_names[] = {
+    "ranks",         "workers", "transport",   "stack",           "agg-bytes",   "agg-age-us",        "large-bytes",
+    "queue-buffers", "chaos",   "log",         "idle-poll-us",    "event-graph", "hang-report-s",     "steal",
+    "steal-batch",   "segment", "global-heap", "shared-segments", "gas-cache",   "gas-cache-entries", "tag-checks"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -262,11 +263,30 @@ TEST_F(Options, SegmentSizeAndSharing) {
   expect_usage_error("--rill:shared-segments=maybe", "shared-segments");
 }
 
+TEST_F(Options, TagChecks) {
+  args d{"prog"};
+#ifdef NDEBUG
+  EXPECT_EQ(parse(d).cfg.tag_check, rill::tag_checks::home);
+#else
+  EXPECT_EQ(parse(d).cfg.tag_check, rill::tag_checks::every);
+#endif
+  args every{"prog", "--rill:tag-checks=every"};
+  EXPECT_EQ(parse(every).cfg.tag_check, rill::tag_checks::every);
+  args home{"prog", "--rill:tag-checks=home"};
+  EXPECT_EQ(parse(home).cfg.tag_check, rill::tag_checks::home);
+  expect_usage_error("--rill:tag-checks=sometimes", "tag-checks");
+}
+
 TEST_F(Options, GlobalHeapIsHalfTheSegmentUnlessGivenAndLeavesRoomForTheOwnHeap) {
   args d{"prog", "--rill:segment=1GiB"};
   EXPECT_EQ(parse(d).cfg.global_heap_bytes, std::size_t{512} << 20);
-  args small{"prog", "--rill:segment=64KiB"};  // too small to split: all of it is the rank's own
-  EXPECT_EQ(parse(small).cfg.global_heap_bytes, 0u);
+  // Too small for halves: the own heap keeps 64 KiB after the segment's locks and tags.
+  args small{"prog", "--rill:segment=128KiB"};
+  const std::size_t global = parse(small).cfg.global_heap_bytes;
+  EXPECT_LT(global, std::size_t{64} << 10);
+  EXPECT_EQ(global % 4096, 0u);
+  EXPECT_GE((std::size_t{128} << 10) - global - rill::detail::segment_layout::heap_start(std::size_t{128} << 10),
+            std::size_t{64} << 10);
   args odd{"prog", "--rill:segment=1000000", "--rill:global-heap=500000"};  // whole pages
   parsed_options o = parse(odd);
   EXPECT_EQ(o.cfg.segment_bytes % 4096, 0u);

@@ -156,51 +156,55 @@ void send_to_home(int rank, std::uintptr_t addr, home_op kind, const Op& op, con
 }
 
 // Runs op(T* element, args...) where p lives once `after` has triggered; a future of its result.
-// An address outside the owner's segment, or what op throws, poisons the future; a poisoned
-// `after` poisons it with the same cause, and op does not run.
+// A bad range (checked when op is about to run: outside the owner's segment, misaligned, freed),
+// or what op throws, poisons the future; a poisoned `after` poisons it with the same cause, and op
+// does not run.
 template <serialised S, class T, class Op, class... A>
 future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, event after, Op op, A... args) {
   using R = home_result_t<Op, T, A...>;
   using E = std::remove_const_t<T>;
   const int rank = p.where();
-  const std::uintptr_t addr = p.raw_address();
-  bool bad_range = false;
-  void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
-  if (after.is_none()) {
-    // The common case: start now, and where the element is addressable, finish now.
-    if (bad_range) return poisoned_future<R>(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
-    if (here) {
-      try {
-        if constexpr (std::is_void_v<R>) {
-          apply_here<S>(static_cast<E*>(here), rank, addr, op, args...);
-          return make_ready_future();
-        } else {
-          return make_ready_future(apply_here<S>(static_cast<E*>(here), rank, addr, op, args...));
-        }
-      } catch (const std::exception& e) {
-        return poisoned_future<R>(threw_text(kind, rank, e));
-      }
-    }
+  const std::uintptr_t addr = p.tagged_address();
+  if (!after.is_none()) {
+    check_target(rank, addr, kind);  // at the call; the range once the operation runs
     promise<R> pr;
     future<R> out = pr.get_future();
-    send_to_home<S, E>(rank, addr, kind, op, promise_sink<R>{pr.ref()}, args...);
+    run_after(
+        after,
+        [=]() mutable {
+          bool bad_range = false;
+          void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
+          if (bad_range) {
+            pr.poison(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
+            return;
+          }
+          if (here)
+            apply_to_sink<S>(static_cast<E*>(here), rank, addr, kind, op, local_sink<R>{pr}, args...);
+          else
+            send_to_home<S, E>(rank, addr, kind, op, promise_sink<R>{pr.ref()}, args...);
+        },
+        poison_into(pr));
     return out;
+  }
+  // The common case: start now, and where the element is addressable, finish now.
+  bool bad_range = false;
+  void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
+  if (bad_range) return poisoned_future<R>(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
+  if (here) {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        apply_here<S>(static_cast<E*>(here), rank, addr, op, args...);
+        return make_ready_future();
+      } else {
+        return make_ready_future(apply_here<S>(static_cast<E*>(here), rank, addr, op, args...));
+      }
+    } catch (const std::exception& e) {
+      return poisoned_future<R>(threw_text(kind, rank, e));
+    }
   }
   promise<R> pr;
   future<R> out = pr.get_future();
-  run_after(
-      after,
-      [=]() mutable {
-        if (bad_range) {
-          pr.poison(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
-          return;
-        }
-        if (here)
-          apply_to_sink<S>(static_cast<E*>(here), rank, addr, kind, op, local_sink<R>{pr}, args...);
-        else
-          send_to_home<S, E>(rank, addr, kind, op, promise_sink<R>{pr.ref()}, args...);
-      },
-      poison_into(pr));
+  send_to_home<S, E>(rank, addr, kind, op, promise_sink<R>{pr.ref()}, args...);
   return out;
 }
 
@@ -210,7 +214,7 @@ template <serialised S, class T, class Op, class... A>
 void run_at_home_ff(home_op kind, completion_counter& done, global_ptr<T> p, Op op, A... args) {
   using E = std::remove_const_t<T>;
   const int rank = p.where();
-  const std::uintptr_t addr = p.raw_address();
+  const std::uintptr_t addr = p.tagged_address();
   bool bad_range = false;
   void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
   if (bad_range) {
