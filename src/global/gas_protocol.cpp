@@ -16,6 +16,10 @@
 
 #include <bit>
 #include <cstring>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "rill/gas.hpp"
 #include "runtime/rank.hpp"
@@ -71,15 +75,29 @@ std::byte* allocate_block(std::uint64_t bytes, const char* what) {
 
 void free_block(std::byte* data) { current_rank("rill::gas").memory_segment().deallocate(data); }
 
-// On an owner: creates its blocks (numbers `which`) of the allocation at `base`.
+gaddr block_of(gaddr base, std::uint64_t i) { return base + static_cast<std::int64_t>(i * base.block_bytes()); }
+
+// On an owner: takes back its blocks (numbers `which`) of the allocation at `base`.
+void discard_blocks(std::uint64_t base_bits, const std::vector<std::uint64_t>& which) {
+  const gaddr base = gaddr::from_bits(base_bits);
+  for (std::uint64_t i : which) free_block(table().discard(block_of(base, i).block_key()));
+}
+
+// On an owner: creates its blocks (numbers `which`) of the allocation at `base`; all or none.
 void create_blocks(std::uint64_t base_bits, std::vector<std::uint64_t> which, std::uint64_t total) {
   const gaddr base = gaddr::from_bits(base_bits);
   gas_table& t = table();
-  for (std::uint64_t i : which) {
-    const gaddr b = base + static_cast<std::int64_t>(i * base.block_bytes());
-    const std::uint64_t bytes = std::min(base.block_bytes(), total - i * base.block_bytes());
-    t.install(b.block_key(), b.generation(), b.home(t.ranks()), allocate_block(bytes, "rill::gas::alloc"), bytes,
-              false);
+  for (std::size_t made = 0; made < which.size(); ++made) {
+    const gaddr b = block_of(base, which[made]);
+    const std::uint64_t bytes = std::min(base.block_bytes(), total - which[made] * base.block_bytes());
+    std::byte* data = nullptr;
+    try {
+      data = allocate_block(bytes, "rill::gas::alloc");
+    } catch (const misuse_error&) {
+      discard_blocks(base_bits, std::vector<std::uint64_t>(which.begin(), which.begin() + static_cast<long>(made)));
+      throw;
+    }
+    t.install(b.block_key(), b.generation(), b.home(t.ranks()), data, bytes, false);
     if (b.cyclic()) t.set_owner(b.block_key(), b.generation(), t.rank());
   }
 }
@@ -106,12 +124,30 @@ std::uint64_t allocate_at_manager(alloc_plan p) {
     per_rank[static_cast<std::size_t>(owner)].push_back(i);
     if (!p.cyclic) t.set_owner((base + static_cast<std::int64_t>(i << p.size_class)).block_key(), gen, owner);
   }
-  std::vector<future<void>> made;
+  std::vector<std::pair<int, future<void>>> made;
   for (int k = 0; k < ranks; ++k)
     if (!per_rank[static_cast<std::size_t>(k)].empty())
-      made.push_back(rpc(k, &create_blocks, base.bits(), std::move(per_rank[static_cast<std::size_t>(k)]), p.bytes));
-  for (auto& f : made) f.wait();
-  return base.bits();
+      made.emplace_back(k, rpc(k, &create_blocks, base.bits(), per_rank[static_cast<std::size_t>(k)], p.bytes));
+  std::exception_ptr failed;
+  std::vector<int> created;
+  for (auto& [k, f] : made) {
+    try {
+      f.wait();
+      created.push_back(k);
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  }
+  if (!failed) return base.bits();
+  // An owner had no room: the others give their blocks back, and the allocation is forgotten.
+  std::vector<future<void>> undone;
+  for (int k : created) undone.push_back(rpc(k, &discard_blocks, base.bits(), per_rank[static_cast<std::size_t>(k)]));
+  for (auto& f : undone) f.wait();
+  for (std::uint64_t i = 0; i < p.blocks; ++i)
+    if (!p.cyclic) t.forget_owner(block_of(base, i).block_key());
+  std::string why;
+  if (t.start_free(base, why)) t.finish_free(base);
+  std::rethrow_exception(failed);
 }
 
 // An operation that takes a block away from its owner: a move (to >= 0) or a free (to < 0).

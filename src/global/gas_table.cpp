@@ -201,6 +201,15 @@ void gas_table::install(std::uint64_t key, unsigned gen, int home, std::byte* da
   if (moved) ++moved_in_;
 }
 
+std::byte* gas_table::discard(std::uint64_t key) {
+  std::lock_guard g(lock_);
+  const auto it = held_.find(key);
+  std::byte* data = it->second->data;
+  held_.erase(it);
+  directory_.erase(key);
+  return data;
+}
+
 void gas_table::set_owner(std::uint64_t key, unsigned gen, int owner) {
   std::lock_guard g(lock_);
   directory_[key] = {owner, gen};

@@ -88,6 +88,10 @@ class gas_table {
   // The block moved in has been let go by its old owner: it may leave again; returns the
   // moves and frees parked meanwhile.
   std::vector<std::function<void()>> settle(std::uint64_t key);
+  // Takes back a block created for an allocation that failed on another rank (its address was
+  // never given out), with its directory entry if this rank is its home; its memory, for the
+  // caller to free.
+  std::byte* discard(std::uint64_t key);
   // Blocks arriving here (created, or moved in).
   void install(std::uint64_t key, unsigned gen, int home, std::byte* data, std::uint64_t bytes, bool moved);
   // Directory entries of the blocks homed here.

@@ -461,6 +461,37 @@ TEST_P(gas, a_move_to_a_full_rank_is_refused_and_the_block_stays) {
             0);
 }
 
+// An allocation that does not fit on one of its owners fails as a whole: the other owners give
+// their blocks back, so nothing leaks, and the same allocation fits once there is room.
+TEST_P(gas, an_allocation_that_one_rank_cannot_hold_leaves_nothing_behind) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int ranks = rill::rank_n();
+                          if (ranks < 2) return;
+                          const auto held = [] {
+                            std::vector<std::uint64_t> out;
+                            for (int r = 0; r < rill::rank_n(); ++r)
+                              out.push_back(rill::rpc(r, [] { return rill::gas::stats().blocks_held; }).get());
+                            return out;
+                          };
+                          const gaddr filler =
+                              rill::gas::alloc(300 * 1024, rill::dist::local(1));  // rank 1 is now full
+                          const auto before = held();
+                          // A block of 256 KiB on each rank: rank 1 has no room for its own.
+                          const std::uint64_t bytes = static_cast<std::uint64_t>(ranks) * 256 * 1024;
+                          EXPECT_TRUE(throws_saying<std::exception>(
+                              [&] { rill::gas::alloc(bytes, rill::dist::blocked); }, "rank 1 has no room"));
+                          EXPECT_EQ(held(), before) << "every rank gave its blocks back";
+                          rill::gas::free(filler).wait();
+                          const gaddr all = rill::gas::alloc(bytes, rill::dist::blocked);
+                          for (int r = 0; r < ranks; ++r)
+                            EXPECT_EQ(rill::gas::owner(all + static_cast<std::int64_t>(r) * 256 * 1024).get(), r);
+                          rill::gas::free(all).wait();
+                        },
+                        {"--rill:segment=1MiB"}),
+            0);
+}
+
 INSTANTIATE_TEST_SUITE_P(setups, gas, ::testing::ValuesIn(setups()), name_of);
 
 }  // namespace
