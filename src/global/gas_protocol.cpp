@@ -122,7 +122,7 @@ std::uint64_t allocate_at_manager(alloc_plan p) {
   for (std::uint64_t i = 0; i < p.blocks; ++i) {
     const int owner = owner_of(p, i, ranks, me);
     per_rank[static_cast<std::size_t>(owner)].push_back(i);
-    if (!p.cyclic) t.set_owner((base + static_cast<std::int64_t>(i << p.size_class)).block_key(), gen, owner);
+    if (!p.cyclic) t.set_owner(block_of(base, i).block_key(), gen, owner);
   }
   std::vector<std::pair<int, future<void>>> made;
   for (int k = 0; k < ranks; ++k)
@@ -143,8 +143,8 @@ std::uint64_t allocate_at_manager(alloc_plan p) {
   std::vector<future<void>> undone;
   for (int k : created) undone.push_back(rpc(k, &discard_blocks, base.bits(), per_rank[static_cast<std::size_t>(k)]));
   for (auto& f : undone) f.wait();
-  for (std::uint64_t i = 0; i < p.blocks; ++i)
-    if (!p.cyclic) t.forget_owner(block_of(base, i).block_key());
+  if (!p.cyclic)
+    for (std::uint64_t i = 0; i < p.blocks; ++i) t.forget_owner(block_of(base, i).block_key());
   std::string why;
   if (t.start_free(base, why)) t.finish_free(base);
   std::rethrow_exception(failed);
@@ -273,7 +273,7 @@ void free_at_manager(std::uint64_t bits) {
   for (std::uint64_t i = 0; i < blocks; ++i) {
     promise<void> p;
     freed.push_back(p.get_future());
-    route_leaving(a + static_cast<std::int64_t>(i * a.block_bytes()), 0, leaving{-1, p.ref()});
+    route_leaving(block_of(a, i), 0, leaving{-1, p.ref()});
   }
   for (auto& f : freed) f.wait();
   t.finish_free(a);

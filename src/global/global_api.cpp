@@ -23,7 +23,7 @@ void segment_free(int rank, std::uintptr_t tagged, const char* what) {
     throw misuse_error(
         fmt::format("{}: rank {}'s memory is freed on rank {}, not here (rank {})", what, rank, rank, r.id()));
   const std::uintptr_t addr = untagged(tagged);
-  if (r.addressable_segment(rank)->check(addr, 1, 1) == range_fault::outside)
+  if (r.addressable_segment(rank)->check_bounds(addr, 1, 1) != range_fault::none)
     throw misuse_error(fmt::format("{}: 0x{:x} is not in rank {}'s segment", what, addr, rank));
   if (!r.memory_segment().deallocate(reinterpret_cast<void*>(addr), tag_of(tagged)))
     throw misuse_error(

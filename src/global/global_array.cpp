@@ -229,8 +229,7 @@ void check_live_here(const array_layout& l, std::size_t elem, const char* what) 
   const rank_state& r = current_rank(what);
   const segment_view& s = *r.addressable_segment(r.id());
   for_runs_here(l, elem, [&](std::uintptr_t at, std::size_t bytes) {
-    const range_fault f = s.check(with_tag(at, l.tag), bytes, 1);
-    if (f != range_fault::none) throw misuse_error(fault_text(s, f, r.id(), with_tag(at, l.tag), bytes, 1, what));
+    checked_address(s, r.id(), with_tag(at, l.tag), bytes, 1, what);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "rill/error.hpp"
 
@@ -15,6 +16,31 @@ constexpr std::size_t granule = segment_layout::granule;
 std::size_t whole_granules(std::size_t bytes) {
   return (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
 }
+
+// The words of checked_address's misuse_error for fault f.
+std::string fault_text(const segment_view& s, range_fault f, int rank, std::uintptr_t tagged, std::size_t bytes,
+                       std::size_t align, const char* what) {
+  const std::uintptr_t addr = untagged(tagged);
+  switch (f) {
+    case range_fault::none: break;
+    case range_fault::outside:
+      return fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank);
+    case range_fault::misaligned:
+      return fmt::format("{}: 0x{:x} on rank {} is not aligned to {} bytes", what, addr, rank, align);
+    case range_fault::freed: {
+      const std::uint8_t now = s.tag_at(addr);
+      return fmt::format(
+          "{}: 0x{:x} on rank {} is not in the allocation this global pointer was made for: that allocation was "
+          "freed{} (use after free: generation {} in the pointer, {} in memory), or the pointer was moved out of it",
+          what, addr, rank, now == 0 ? "" : " and its memory allocated again", tag_of(tagged), now);
+    }
+    case range_fault::past_end:
+      return fmt::format("{}: [0x{:x}, +{} bytes) on rank {} runs past the end of its allocation", what, addr, bytes,
+                         rank);
+  }
+  return fmt::format("{}: [0x{:x}, +{} bytes) on rank {} is good", what, addr, bytes, rank);
+}
+
 }  // namespace
 
 bool segment_view::tagged_as(std::size_t first, std::size_t last, std::uint8_t tag) const {
@@ -61,29 +87,6 @@ void segment::set_tags(std::uintptr_t addr, std::size_t bytes, std::uint8_t tag)
   const segment_view v = view();
   const std::size_t first = v.granule_of(addr), last = v.granule_of(addr + bytes - 1);
   std::memset(base_ + segment_layout::lock_bytes + first, tag, last - first + 1);
-}
-
-std::string fault_text(const segment_view& s, range_fault f, int rank, std::uintptr_t tagged, std::size_t bytes,
-                       std::size_t align, const char* what) {
-  const std::uintptr_t addr = untagged(tagged);
-  switch (f) {
-    case range_fault::none: break;
-    case range_fault::outside:
-      return fmt::format("{}: [0x{:x}, +{} bytes) is outside rank {}'s registered segment", what, addr, bytes, rank);
-    case range_fault::misaligned:
-      return fmt::format("{}: 0x{:x} on rank {} is not aligned to {} bytes", what, addr, rank, align);
-    case range_fault::freed: {
-      const std::uint8_t now = s.tag_at(addr);
-      return fmt::format(
-          "{}: 0x{:x} on rank {} is not in the allocation this global pointer was made for: that allocation was "
-          "freed{} (use after free: generation {} in the pointer, {} in memory), or the pointer was moved out of it",
-          what, addr, rank, now == 0 ? "" : " and its memory allocated again", tag_of(tagged), now);
-    }
-    case range_fault::past_end:
-      return fmt::format("{}: [0x{:x}, +{} bytes) on rank {} runs past the end of its allocation", what, addr, bytes,
-                         rank);
-  }
-  return fmt::format("{}: [0x{:x}, +{} bytes) on rank {} is good", what, addr, bytes, rank);
 }
 
 void* checked_address(const segment_view& s, int rank, std::uintptr_t tagged, std::size_t bytes, std::size_t align,

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -149,9 +148,6 @@ class segment {
 // fault (segment_view::check) otherwise.
 void* checked_address(const segment_view& s, int rank, std::uintptr_t tagged, std::size_t bytes, std::size_t align,
                       const char* what);
-// The words of that misuse_error.
-std::string fault_text(const segment_view& s, range_fault f, int rank, std::uintptr_t tagged, std::size_t bytes,
-                       std::size_t align, const char* what);
 
 // Every rank's segment as this process sees it, by rank (unmapped for those it cannot address).
 // Shared by this process' ranks.

@@ -4,34 +4,36 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "rill/global_ptr.hpp"
 
 namespace rill_test {
 
-// Runs fn on rank 0 with shared segments on, then off.
+// Runs fn(shared) on rank 0 with shared segments on (shared = true), then off; `extra` flags for
+// both runs.
 template <class F>
-void both_ways(const setup& s, F fn) {
+void both_ways(const setup& s, F fn, const std::vector<std::string>& extra = {}) {
   for (const char* shared : {"on", "off"}) {
     SCOPED_TRACE(std::string("--rill:shared-segments=") + shared);
-    EXPECT_EQ(
-        run_checked(s, [&] { fn(std::string(shared) == "on"); }, {std::string("--rill:shared-segments=") + shared}), 0);
+    std::vector<std::string> flags = extra;
+    flags.push_back(std::string("--rill:shared-segments=") + shared);
+    EXPECT_EQ(run_checked(
+                  s, [&] { fn(std::string(shared) == "on"); }, flags),
+              0);
   }
 }
 
-// Runs fn(every) on rank 0 with shared segments on and off, each with --rill:tag-checks=every
-// (every = true) and =home (single-element operations through a mapped segment check bounds only).
+// Runs fn(every) as both_ways does, with --rill:tag-checks=every (every = true) and =home
+// (single-element operations through a mapped segment check bounds only).
 template <class F>
 void each_tag_check(const setup& s, F fn) {
-  for (const char* shared : {"on", "off"})
-    for (const char* checks : {"every", "home"}) {
-      SCOPED_TRACE(std::string("--rill:shared-segments=") + shared + " --rill:tag-checks=" + checks);
-      EXPECT_EQ(
-          run_checked(s, [&] { fn(std::string(checks) == "every"); },
-                      {std::string("--rill:shared-segments=") + shared, std::string("--rill:tag-checks=") + checks}),
-          0);
-    }
+  for (const char* checks : {"every", "home"}) {
+    SCOPED_TRACE(std::string("--rill:tag-checks=") + checks);
+    const bool every = std::string(checks) == "every";
+    both_ways(s, [&](bool) { fn(every); }, {std::string("--rill:tag-checks=") + checks});
+  }
 }
 
 inline long pattern(int rank, std::size_t i) { return static_cast<long>(rank) * 1'000'000'007L + static_cast<long>(i); }
