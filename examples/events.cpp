@@ -1,9 +1,11 @@
 // The example of docs/events.md: a small graph of deferred tasks across ranks, built before any
-// of it runs, then a failure that travels through the graph as a poisoned event.
+// of it runs, then a failure that travels through the graph as a poisoned event, then a thread
+// outside Rill that waits on and triggers events.
 #include <rill/rill.hpp>
 
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 // A stage of the pipeline; it runs on whichever rank it was spawned on.
@@ -36,6 +38,19 @@ int main(int argc, char** argv) {
     } catch (const rill::poisoned_error& e) {
       std::printf("caught: %s\n", e.what());
     }
+
+    // 4. A thread outside Rill (an I/O thread, say) waits for a stage on the last rank, then
+    //    triggers an event; this task waits on that event, so its worker keeps serving meanwhile.
+    rill::event remote_stage = rill::proc(n - 1).spawn(stage, 2);
+    rill::user_event written = rill::user_event::create();
+    std::thread io([&] {
+      remote_stage.wait();  // blocks this thread only
+      std::printf("an outside thread saw the stage on rank %d end\n", n - 1);
+      written.trigger();
+    });
+    written.wait();
+    io.join();
+
     const rill::event_counts c = rill::event_stats();
     std::printf("rank 0 created %llu events in %llu slots\n", static_cast<unsigned long long>(c.created),
                 static_cast<unsigned long long>(c.slots));

@@ -10,6 +10,7 @@
 #include "rill/error.hpp"
 #include "rill/event.hpp"
 #include "rill/task.hpp"
+#include "runtime/outside_threads.hpp"
 #include "runtime/rank.hpp"
 
 namespace rill {
@@ -41,19 +42,27 @@ struct deferred_trigger final : detail::event_waiter {
 
 }  // namespace
 
+// Off a worker thread, each call below runs as a task on the event's owner when this process holds
+// it, else on this process's rank (src/runtime/outside_threads.hpp).
+
 bool event::has_triggered() const {
   if (is_none()) return true;
+  if (!detail::in_task())
+    return detail::call_from_outside(owner(), "rill::event::has_triggered", [this] { return has_triggered(); });
   return table("rill::event::has_triggered").query(*this).triggered;
 }
 
 bool event::poisoned() const {
   if (is_none()) return false;
+  if (!detail::in_task())
+    return detail::call_from_outside(owner(), "rill::event::poisoned", [this] { return poisoned(); });
   const auto s = table("rill::event::poisoned").query(*this);
   return s.triggered && s.cause != nullptr;
 }
 
 void event::wait() const {
   if (is_none()) return;
+  if (!detail::in_task()) return detail::call_from_outside(owner(), "rill::event::wait", [this] { wait(); });
   detail::event_table& t = table("rill::event::wait");
   const auto s = t.query(*this);
   if (s.triggered && s.known) {
@@ -68,6 +77,7 @@ void event::wait() const {
 }
 
 user_event user_event::create() {
+  if (!detail::in_task()) return detail::call_from_outside(-1, "rill::user_event::create", [] { return create(); });
   detail::event_table& t = table("rill::user_event::create");
   const event e = t.create();
   t.set_op(e, detail::op_kind::user_event);
@@ -75,6 +85,8 @@ user_event user_event::create() {
 }
 
 void user_event::trigger(event after) const {
+  if (!detail::in_task())
+    return detail::call_from_outside(owner(), "rill::user_event::trigger", [this, after] { trigger(after); });
   detail::event_table& t = table("rill::user_event::trigger");
   if (after.is_none()) {
     t.trigger(*this, nullptr);
@@ -84,6 +96,8 @@ void user_event::trigger(event after) const {
 }
 
 void user_event::poison(const std::string& reason) const {
+  if (!detail::in_task())
+    return detail::call_from_outside(owner(), "rill::user_event::poison", [this, &reason] { poison(reason); });
   detail::event_table& t = table("rill::user_event::poison");
   t.trigger(*this,
             std::make_shared<const detail::poison_info>(detail::poison_info{reason, rank_me(), "user_event::poison"}));
@@ -173,6 +187,7 @@ event waiter_target(const event_waiter& w) {
 }
 
 event merge_span(std::span<const event> events) {
+  if (!in_task()) return call_from_outside(-1, "rill::merge", [events] { return merge_span(events); });
   event_table& t = table("rill::merge");
   std::vector<event> pending;
   pending.reserve(events.size());

@@ -10,6 +10,7 @@
 #include "messages/handler_table.hpp"
 #include "rill/error.hpp"
 #include "rill/task.hpp"
+#include "runtime/outside_threads.hpp"
 #include "runtime/rank.hpp"
 #include "transport/transport.hpp"
 
@@ -95,8 +96,12 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
         r->term().top_level_done(code);
     }));
   }
+  std::vector<detail::rank_state*> here;
+  for (auto& rank : impl_->ranks) here.push_back(rank.get());
+  detail::register_process_ranks(here);
   for (auto& rank : impl_->ranks) rank->pool().start(rank->id());
   for (auto& rank : impl_->ranks) rank->pool().join();
+  detail::withdraw_process_ranks();
   if (!impl_->cfg.event_graph.empty()) {
     std::vector<const detail::event_trace*> traces;
     for (auto& rank : impl_->ranks) traces.push_back(&rank->events().trace());

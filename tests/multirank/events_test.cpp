@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -459,6 +460,63 @@ TEST_P(events, one_subscription_per_rank_and_at_most_2n_minus_2_messages) {
                           // rank that triggers).
                           const std::uint64_t interested = waiting.size() + (trigger_rank != owner ? 2u : 1u);
                           EXPECT_LE(total, 2 * interested - 2);
+                        }),
+            0);
+}
+
+// A thread that is not a Rill worker (here one a task started) waits on, polls, triggers, poisons,
+// merges and creates events; each call runs as a task on a rank of its process and blocks only
+// the thread.
+TEST_P(events, a_thread_outside_rill_waits_triggers_and_creates_events) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          auto owned = events_owned_by_every_rank(3);  // event i is owned by rank i % n
+                          const rill::user_event remote = owned[static_cast<std::size_t>(n - 1)];
+                          const rill::user_event from_thread = owned[static_cast<std::size_t>(n + 1 % n)];
+                          const rill::user_event bad = owned[static_cast<std::size_t>(2 * n + (n - 1))];
+                          // `remote` triggers only after the thread has triggered `from_thread`, so
+                          // the thread's wait must really wait.
+                          rill::proc(n - 1).spawn(
+                              rill::after(from_thread), [](rill::user_event e) { e.trigger(); }, remote);
+                          rill::proc(n - 1).spawn([](rill::user_event e) { e.poison("bad sector"); }, bad);
+                          const rill::user_event thread_done = rill::user_event::create();
+                          struct seen {
+                            bool remote_before = true, remote_after = false, merged = false, mine = false;
+                            bool poisoned = false;
+                            std::string reason, error;
+                          } got;
+                          std::thread outside([&] {
+                            try {
+                              got.remote_before = remote.has_triggered();
+                              from_thread.trigger();
+                              remote.wait();
+                              got.remote_after = remote.has_triggered();
+                              rill::merge(remote, from_thread).wait();
+                              got.merged = true;
+                              try {
+                                bad.wait();
+                              } catch (const rill::poisoned_error& e) {
+                                got.reason = e.reason();
+                              }
+                              got.poisoned = bad.poisoned();
+                              const rill::user_event mine = rill::user_event::create();
+                              mine.trigger();
+                              got.mine = mine.has_triggered();
+                            } catch (const std::exception& e) {
+                              got.error = e.what();
+                            }
+                            thread_done.trigger();
+                          });
+                          thread_done.wait();  // suspends this task's fiber, not its worker
+                          outside.join();
+                          EXPECT_EQ(got.error, "");
+                          EXPECT_FALSE(got.remote_before);
+                          EXPECT_TRUE(got.remote_after);
+                          EXPECT_TRUE(got.merged);
+                          EXPECT_EQ(got.reason, "bad sector");
+                          EXPECT_TRUE(got.poisoned);
+                          EXPECT_TRUE(got.mine);
                         }),
             0);
 }

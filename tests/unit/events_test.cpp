@@ -48,9 +48,24 @@ TEST(Event, NoneHasAlwaysTriggered) {
             0);
 }
 
-TEST(Event, OperationsOutsideARankAreMisuse) {
-  EXPECT_THROW(rill::user_event::create(), rill::misuse_error);
+TEST(Event, OperationsWithoutARunningRuntimeAreMisuse) {
+  try {
+    (void)rill::user_event::create();
+    ADD_FAILURE() << "create() without a runtime returned";
+  } catch (const rill::misuse_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no Rill runtime runs"), std::string::npos) << e.what();
+  }
   EXPECT_THROW((void)rill::event_stats(), rill::misuse_error);
+  // An event kept past the end of its runtime cannot be waited on from outside.
+  rill::user_event kept;
+  EXPECT_EQ(run_on_one_rank(1,
+                            [&] {
+                              kept = rill::user_event::create();
+                              return 0;
+                            }),
+            0);
+  EXPECT_THROW(kept.wait(), rill::misuse_error);
+  EXPECT_THROW(kept.trigger(), rill::misuse_error);
 }
 
 TEST(Event, TriggerWakesWaitersOnAllWorkers) {

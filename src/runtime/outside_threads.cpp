@@ -1,0 +1,82 @@
+#include "runtime/outside_threads.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <semaphore>
+
+#include "rill/detail/task_record.hpp"
+#include "rill/error.hpp"
+#include "runtime/rank.hpp"
+
+namespace rill::detail {
+
+namespace {
+
+std::mutex registry_lock;
+std::vector<rank_state*> registered;  // guarded by registry_lock
+
+// One call, shared by the blocked thread and the task that serves it.
+struct outside_call {
+  enum state : int { pending, started, abandoned };
+  std::atomic<int> at{pending};
+  std::binary_semaphore done{0};
+  std::exception_ptr error;
+};
+
+rank_state* serving_rank(int rank) {
+  std::lock_guard g(registry_lock);
+  if (registered.empty()) return nullptr;
+  for (rank_state* r : registered)
+    if (r->id() == rank) return r;
+  return registered.front();
+}
+
+bool still_running(rank_state* r) {
+  std::lock_guard g(registry_lock);
+  for (rank_state* s : registered)
+    if (s == r) return !r->stopping();
+  return false;
+}
+
+}  // namespace
+
+void register_process_ranks(const std::vector<rank_state*>& ranks) {
+  std::lock_guard g(registry_lock);
+  registered = ranks;
+}
+
+void withdraw_process_ranks() {
+  std::lock_guard g(registry_lock);
+  registered.clear();
+}
+
+void run_outside_call(int rank, const char* what, const std::function<void()>& fn) {
+  rank_state* r = serving_rank(rank);
+  if (!r) throw misuse_error(fmt::format("{} called from a thread outside Rill while no Rill runtime runs", what));
+  auto call = std::make_shared<outside_call>();
+  r->pool().inject(make_task([call, &fn] {
+    int expected = outside_call::pending;
+    if (!call->at.compare_exchange_strong(expected, outside_call::started)) return;  // the caller gave up
+    try {
+      fn();
+    } catch (...) {
+      call->error = std::current_exception();
+    }
+    call->done.release();
+  }));
+  // A runtime that stops drops tasks it has not started: then the caller must not wait forever.
+  while (!call->done.try_acquire_for(std::chrono::milliseconds(20))) {
+    if (still_running(r)) continue;
+    int expected = outside_call::pending;
+    if (call->at.compare_exchange_strong(expected, outside_call::abandoned)) {
+      throw misuse_error(fmt::format("{} called from a thread outside Rill, but the runtime stopped first", what));
+    }
+  }
+  if (call->error) std::rethrow_exception(call->error);
+}
+
+}  // namespace rill::detail
