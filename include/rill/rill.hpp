@@ -31,3 +31,4 @@
 #include "rill/runtime.hpp"
 #include "rill/task.hpp"
 #include "rill/team.hpp"
+#include "rill/view.hpp"

@@ -2,7 +2,8 @@
 //
 // Trivially copyable values are copied with memcpy (the hot path, no library involved). Everything
 // else -- std::string, std::vector, std::map, tuples, user types with a serialize() member -- goes
-// through cereal's binary archive, writing straight into Rill's byte buffers.
+// through cereal's binary archive, writing straight into Rill's byte buffers. A rill::view is
+// decoded in place: it points into the received bytes (rill/view.hpp).
 #pragma once
 
 #include <cereal/archives/binary.hpp>
@@ -17,12 +18,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <streambuf>
 #include <type_traits>
 #include <vector>
 
 #include "rill/detail/bounded_input_archive.hpp"
+#include "rill/view.hpp"
 
 namespace rill {
 
@@ -63,6 +66,14 @@ template <class U>
 inline constexpr bool is_byte_like = std::is_same_v<U, char> || std::is_same_v<U, unsigned char> ||
                                      std::is_same_v<U, signed char> || std::is_same_v<U, std::byte>;
 
+// Where a view's elements start in a message: a cache line, or the element's alignment if larger.
+template <class U>
+inline constexpr std::size_t view_alignment = alignof(U) > 64 ? alignof(U) : 64;
+
+// Shared ownership of the received buffer whose message this thread is decoding (nullptr when it
+// decodes something else), so that a view into it outlives the handler's other arguments.
+std::shared_ptr<const void> pin_received_bytes();
+
 template <class T>
 struct is_vector_of_trivial : std::false_type {};
 template <class U, class A>
@@ -97,8 +108,45 @@ void archive_one(Archive& ar, T& value) {
       }
     }
     if (n) ar(cereal::binary_data(v.data(), static_cast<std::size_t>(n) * sizeof(U)));
+  } else if constexpr (is_view<V>::value) {
+    static_assert(Archive::is_loading::value, "views are written by save_one");
+    using U = typename V::value_type;
+    std::uint64_t n = 0;
+    std::uint8_t pad = 0;
+    ar(n, pad);
+    if (pad >= view_alignment<U>) throw decode_error("payload has a view with impossible padding");
+    ar.take(pad);
+    if (n > ar.remaining() / sizeof(U)) throw decode_error("payload announces a view longer than the payload");
+    const std::byte* first = ar.take(static_cast<std::size_t>(n) * sizeof(U));
+    if (reinterpret_cast<std::uintptr_t>(first) % alignof(U) == 0) {
+      v = V::received(reinterpret_cast<const U*>(first), static_cast<std::size_t>(n), pin_received_bytes());
+    } else {
+      auto copy = std::make_shared<U[]>(static_cast<std::size_t>(n));
+      std::memcpy(static_cast<void*>(copy.get()), first, static_cast<std::size_t>(n) * sizeof(U));
+      v = V::received(copy.get(), static_cast<std::size_t>(n), copy);
+    }
   } else {
     ar(v);
+  }
+}
+
+// archive_one for writing into `out`; a view's elements are padded to start at a multiple of
+// view_alignment from the start of `out`, so that they arrive aligned in a buffer of their own,
+// and so that copying them in and out runs on whole cache lines.
+template <class Archive, class T>
+void save_one(Archive& ar, const std::vector<std::byte>& out, const T& value) {
+  if constexpr (is_view<T>::value) {
+    using U = typename T::value_type;
+    constexpr std::size_t align = view_alignment<U>;
+    const std::uint64_t n = value.size();
+    ar(n);
+    const auto pad = static_cast<std::uint8_t>((align - (out.size() + 1) % align) % align);
+    ar(pad);
+    static constexpr std::byte zeros[align] = {};
+    if (pad) ar(cereal::binary_data(zeros, pad));
+    if (n) ar(cereal::binary_data(value.data(), static_cast<std::size_t>(n) * sizeof(U)));
+  } else {
+    archive_one(ar, value);
   }
 }
 
@@ -108,7 +156,7 @@ void serialize_into(std::vector<std::byte>& out, const Ts&... values) {
   vector_sink sink(out);
   std::ostream os(&sink);
   cereal::BinaryOutputArchive ar(os);
-  (archive_one(ar, values), ...);
+  (save_one(ar, out, values), ...);
 }
 
 // Decodes a tuple from exactly n bytes; throws decode_error on truncated or trailing bytes and on

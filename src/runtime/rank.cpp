@@ -18,7 +18,34 @@ namespace {
 // Buffers taken from the endpoint per poll: enough to amortise the poll, few enough that one
 // worker does not hoard a burst another idle worker could share.
 constexpr std::size_t poll_batch = 8;
+
+// The received buffer whose handler is decoding its arguments on this thread, and its rank.
+struct decoding_state {
+  rank_state* rank = nullptr;
+  void* buffer = nullptr;  // rank_state::received_buffer
+};
+thread_local decoding_state decoding;
 }  // namespace
+
+std::shared_ptr<const void> pin_received_bytes() {
+  if (!decoding.buffer) return nullptr;
+  return decoding.rank->pin(*static_cast<rank_state::received_buffer*>(decoding.buffer));
+}
+
+std::shared_ptr<const void> rank_state::pin(received_buffer& rb) {
+  if (!rb.pinned) {
+    rank_state* self = this;
+    // The messages keep pointing into the bytes: moving a vector keeps its storage.
+    rb.pinned = std::shared_ptr<buffer>(new buffer(std::move(rb.in.bytes)), [self](buffer* b) {
+      // Back to the endpoint's pool when the last view dies on one of this rank's workers (the
+      // endpoint outlives them); a view kept elsewhere frees the bytes instead.
+      worker* w = current_worker();
+      if (w && &w->pool().services() == static_cast<rank_services*>(self)) self->ep_.recycle(std::move(*b));
+      delete b;
+    });
+  }
+  return rb.pinned;
+}
 
 rank_state::rank_state(endpoint& ep, const rill::config& cfg)
     : ep_(ep),
@@ -68,7 +95,7 @@ bool rank_state::progress(worker& w) {
     w.mark_active();
     auto& queue = received_[static_cast<std::size_t>(w.index())];
     for (auto& in : batch) {
-      queue.push_back(received_buffer{std::move(in), {}, 0});
+      queue.push_back(received_buffer{std::move(in), {}, 0, nullptr});
       received_buffer& rb = queue.back();
       auto error = decode_buffer(std::span<const std::byte>(rb.in.bytes), rb.in.source, handler_count(),
                                  [&](const decoded_message& m) { rb.messages.push_back(m); });
@@ -105,7 +132,9 @@ bool rank_state::run_received(worker& w) {
     const int previous = fiber->message_source;
     fiber->message_source = source;
     try {
+      decoding = {this, &rb};
       handler_at(m.id)(m.payload, m.bytes);
+      decoding = {};
     } catch (const rill::decode_error& e) {
       fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", source, id_, m.id, handler_name(m.id),
             e.what());

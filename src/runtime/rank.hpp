@@ -106,9 +106,13 @@ class rank_state final : public rank_services {
     incoming in;
     std::vector<decoded_message> messages;
     std::size_t next;
+    std::shared_ptr<buffer> pinned;  // the bytes, once a rill::view points into them
   };
   // Runs the handlers of the buffers this worker received; returns whether it ran any.
   bool run_received(worker& w);
+  // Shared ownership of rb's bytes, for views into them (pin_received_bytes).
+  std::shared_ptr<const void> pin(received_buffer& rb);
+  friend std::shared_ptr<const void> pin_received_bytes();
 
   endpoint& ep_;
   const int id_;

@@ -169,7 +169,9 @@ class mpi_endpoint final : public endpoint {
     // per-thread caches cheaply.
     if (b.capacity() < spare_min_bytes_ || b.capacity() > spare_max_bytes) return;
     std::lock_guard g(spare_lock_);
-    if (spares_.size() < max_spares) spares_.push_back(std::move(b));
+    if (spare_bytes_ + b.capacity() > max_spare_bytes) return;
+    spare_bytes_ += b.capacity();
+    spares_.push_back(std::move(b));
   }
 
   buffer spare(std::size_t bytes) override {
@@ -177,6 +179,7 @@ class mpi_endpoint final : public endpoint {
     for (std::size_t i = spares_.size(); i-- > 0;) {
       if (spares_[i].capacity() < bytes) continue;
       buffer b = std::move(spares_[i]);
+      spare_bytes_ -= b.capacity();
       spares_[i] = std::move(spares_.back());
       spares_.pop_back();
       return b;
@@ -292,11 +295,14 @@ class mpi_endpoint final : public endpoint {
   std::vector<MPI_Request> large_reqs_;
   unsigned polls_ = 0;        // under lock_
   bool found_large_ = false;  // under lock_
-  // Buffers kept for reuse (recycle/spare): at most max_spares of at most spare_max_bytes each.
-  static constexpr std::size_t max_spares = 16;
+  // Buffers kept for reuse (recycle/spare), each of at most spare_max_bytes, at most
+  // max_spare_bytes in all: enough for a full queue of 64 KiB payloads (each large receive that
+  // finds no spare allocates and zero-fills its buffer).
+  static constexpr std::size_t max_spare_bytes = std::size_t{8} << 20;
   static constexpr std::size_t spare_max_bytes = std::size_t{1} << 20;
   std::mutex spare_lock_;
   std::vector<buffer> spares_;
+  std::size_t spare_bytes_ = 0;  // capacity of spares_ (under spare_lock_)
   std::mutex self_lock_;
   std::deque<incoming> self_;
   std::atomic<bool> has_self_{false};  // self_ may be non-empty (saves the lock on every poll)

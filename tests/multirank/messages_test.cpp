@@ -234,6 +234,56 @@ TEST_P(messages, sender_is_still_right_after_a_handler_waited) {
   }
 }
 
+rill::latch* view_gate = nullptr;  // on rank 0
+per_rank views_intact;             // by sender
+constexpr int views_per_rank = 4;
+
+double view_element(int from, int k, std::size_t i) {
+  return static_cast<double>(from * 1000 + k) * 1e6 + static_cast<double>(i);
+}
+
+void check_view_after_wait(rill::view<double> v, int k, std::size_t expected_size) {
+  const int from = rill::am::sender();
+  // Every view handler waits here until all have arrived, so later buffers come in, are handled
+  // and recycled while this one's view is held.
+  view_gate->count_down();
+  view_gate->wait();
+  if (v.size() != expected_size) return;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] != view_element(from, k, i)) return;
+  views_intact[static_cast<std::size_t>(from)]++;
+}
+
+void send_views() {
+  for (int k = 0; k < views_per_rank; ++k) {
+    for (std::size_t size : {std::size_t{3000}, std::size_t{5}}) {  // 24 KB travels alone; 40 B is aggregated
+      std::vector<double> v(size);
+      for (std::size_t i = 0; i < size; ++i) v[i] = view_element(rill::rank_me(), k, i);
+      rill::am::send(0, check_view_after_wait, rill::view(v), k, size);
+    }
+  }
+}
+
+// A handler's rill::view points into the received buffer, which must outlive a handler that waits.
+TEST_P(messages, views_stay_intact_while_their_handler_waits) {
+  reset(views_intact);
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  const int n = rt.ranks();
+  rill::latch gate(n * views_per_rank * 2);
+  EXPECT_EQ(rt.run_spmd([&gate] {
+    if (rill::rank_me() != 0) return;
+    view_gate = &gate;
+    for (int r = 0; r < rill::rank_n(); ++r) rill::am::send(r, send_views);
+  }),
+            0);
+  if (my_mpi_rank() == 0) {
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(views_intact[static_cast<std::size_t>(r)].load(), static_cast<std::uint64_t>(views_per_rank * 2))
+          << "from rank " << r;
+  }
+}
+
 per_rank hops_seen;
 constexpr int chains = 50;
 constexpr int length = 40;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -136,6 +137,58 @@ TEST(Serialization, ByteLikeVectorsRoundTripFromUnalignedBytes) {
   byte_vector_round_trip<unsigned char>();
   byte_vector_round_trip<signed char>();
   byte_vector_round_trip<char>();
+}
+
+// A view decodes in place: its elements are the encoded bytes themselves when they sit aligned
+// for the element type (the encoder pads them to be, relative to the start of the buffer), and an
+// aligned copy of them otherwise.
+TEST(Serialization, ViewsDecodeInPlaceWhenAlignedAndCopyOtherwise) {
+  std::vector<double> d(1000);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = 0.5 * static_cast<double>(i) - 7;
+  const std::vector<std::byte> raw{std::byte{1}, std::byte{2}, std::byte{3}};
+  for (std::size_t lead : {0u, 1u, 5u}) {
+    const auto bytes = encode(std::string(lead, 'x'), rill::view(d), rill::view<std::byte>(raw), rill::view<int>());
+    auto [s, back, b, none] =
+        decode<std::tuple<std::string, rill::view<double>, rill::view<std::byte>, rill::view<int>>>(bytes);
+    EXPECT_EQ(s.size(), lead);
+    ASSERT_EQ(back.size(), d.size());
+    EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin()));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(back.data()) % alignof(double), 0u);
+    // In place: the view points into the encoded bytes (vector storage is aligned for double).
+    EXPECT_GE(reinterpret_cast<const std::byte*>(back.data()), bytes.data());
+    EXPECT_LT(reinterpret_cast<const std::byte*>(back.data()), bytes.data() + bytes.size());
+    ASSERT_EQ(b.size(), raw.size());
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), raw.begin()));
+    EXPECT_TRUE(none.empty());
+  }
+  // The same bytes one position off alignment: the view holds an aligned copy instead.
+  const auto bytes = encode(rill::view(d));
+  std::vector<std::byte> shifted(bytes.size() + 1);
+  std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
+  auto [copied] = deserialize_tuple<std::tuple<rill::view<double>>>(shifted.data() + 1, bytes.size());
+  ASSERT_EQ(copied.size(), d.size());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(copied.data()) % alignof(double), 0u);
+  EXPECT_TRUE(std::equal(copied.begin(), copied.end(), d.begin()));
+  const std::byte* c = reinterpret_cast<const std::byte*>(copied.data());
+  EXPECT_TRUE(c < shifted.data() || c >= shifted.data() + shifted.size());
+}
+
+TEST(Serialization, CorruptViewsThrowDecodeError) {
+  const std::vector<std::uint32_t> v{1, 2, 3, 4};
+  const auto bytes = encode(rill::view(v));
+  using T = std::tuple<rill::view<std::uint32_t>>;
+  ASSERT_NO_THROW(decode<T>(bytes));
+  for (std::size_t k = 0; k < bytes.size(); ++k)
+    EXPECT_THROW((deserialize_tuple<T>(bytes.data(), k)), decode_error) << "prefix of " << k << " bytes";
+  std::vector<std::byte> longer;
+  put_u64(longer, 1000);  // more elements than the payload holds
+  longer.push_back(std::byte{0});
+  EXPECT_THROW(decode<T>(longer), decode_error);
+  std::vector<std::byte> bad_pad;
+  put_u64(bad_pad, 0);
+  bad_pad.push_back(std::byte{64});  // padding is less than a cache line
+  bad_pad.insert(bad_pad.end(), 64, std::byte{0});
+  EXPECT_THROW(decode<T>(bad_pad), decode_error);
 }
 
 TEST(Serialization, MapOfStringToVectorOfDoubleRoundTrip) {
