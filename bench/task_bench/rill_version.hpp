@@ -4,7 +4,8 @@
 // message (rill::am::send) to the owner otherwise. Each (step, point) has an arrival counter; the
 // arrival that completes it spawns the task (rill::spawn) — except that a task whose own output
 // completes a dependent on its rank runs that dependent itself next instead of spawning it (the
-// first such dependent; TBB calls this scheduler bypass), unless run_next is off. Every task checks that it got exactly
+// first such dependent; TBB calls this scheduler bypass; it yields every yield_every steps so the
+// rank keeps serving messages), unless run_next is off. Every task checks that it got exactly
 // the (step, point) tags it expects, and after the run every counter must equal its task's input
 // count: the errors reported are the sum of both checks over all ranks.
 //
@@ -27,6 +28,8 @@
 namespace task_bench::rill_version {
 
 inline constexpr int max_ranks = 256;
+// A chain of dependents run one after the other (run_next) yields its worker every this many steps.
+inline constexpr long yield_every = 8;
 
 struct input_slot {
   std::atomic<int> arrived{0};
@@ -139,6 +142,10 @@ inline void execute(run_state* s, long t, long p) {
     if (next < 0) return;
     t = t + 1;
     p = next;
+    // A chain of dependents run here never returns to the scheduling loop, which is where the
+    // network is polled: without a yield now and then, a rank whose only worker runs a long chain
+    // would not answer the other ranks (a barrier's result request, say) until the chain ends.
+    if (t % yield_every == 0) rill::yield();
   }
 }
 
