@@ -1,5 +1,7 @@
 #include "messages/aggregator.hpp"
 
+#include <algorithm>
+
 #include "common/clock.hpp"
 #include "messages/wire_format.hpp"
 
@@ -35,23 +37,28 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
   for (;;) {
     q.lock.lock();
     const std::size_t need = wire::message_header_bytes(bytes) + bytes;
-    if (q.buf.size() > wire::buffer_header_bytes && q.buf.size() + need > threshold_) {
+    if (q.used > wire::buffer_header_bytes && q.used + need > threshold_) {
       // This message would overfill the buffer: send what is there first.
       buffer full = take_locked(q);
       q.lock.unlock();
       submit_(dest, std::move(full));
       continue;
     }
-    if (q.buf.size() <= wire::buffer_header_bytes) {
-      if (q.buf.capacity() < threshold_ + 64) q.buf.reserve(threshold_ + 64);
-      wire::begin_buffer(q.buf, static_cast<std::uint32_t>(self_));
+    if (q.used <= wire::buffer_header_bytes) {
+      // Zero-filled once per buffer, not per message.
+      const std::size_t room = std::max(threshold_ + 64, wire::buffer_header_bytes + need);
+      if (q.buf.size() < room) q.buf.resize(room);
+      wire::write_buffer_header(q.buf.data(), static_cast<std::uint32_t>(self_));
+      q.used = wire::buffer_header_bytes;
       // Stamped by the first flush_aged() that sees the buffer, not here: a clock read per new
       // buffer is latency on every lone message, and progress points come often.
       q.first_ns = 0;
       q.nonempty.store(true, std::memory_order_release);
       buffered_.fetch_add(1, std::memory_order_acq_rel);
     }
-    return wire::append_message(q.buf, id, bytes);
+    std::byte* payload = wire::write_message_header(q.buf.data(), q.used, id, bytes);
+    q.used += need;
+    return payload;
   }
 }
 
@@ -65,7 +72,7 @@ void aggregator::commit(int dest) {
     return;
   }
   queue& q = queues_[static_cast<std::size_t>(dest)];
-  if (q.buf.size() >= threshold_) {
+  if (q.used >= threshold_) {
     buffer full = take_locked(q);
     q.lock.unlock();
     submit_(dest, std::move(full));
@@ -77,14 +84,15 @@ void aggregator::commit(int dest) {
 buffer aggregator::take_locked(queue& q) {
   q.nonempty.store(false, std::memory_order_release);
   buffered_.fetch_sub(1, std::memory_order_acq_rel);
-  if (q.buf.size() <= small_copy_bytes) {
-    // A few messages (a lone request or reply): copy them out and keep the reserved buffer, which
-    // is cheaper than handing it over and reserving a new threshold-sized one for the next message.
-    buffer out(q.buf.begin(), q.buf.end());
-    q.buf.clear();
-    return out;
+  const std::size_t used = q.used;
+  q.used = 0;
+  if (used <= small_copy_bytes) {
+    // A few messages (a lone request or reply): copy them out and keep the buffer, which is
+    // cheaper than handing it over and zero-filling a new threshold-sized one for the next message.
+    return buffer(q.buf.begin(), q.buf.begin() + static_cast<std::ptrdiff_t>(used));
   }
   buffer full = std::move(q.buf);
+  full.resize(used);
   q.buf = buffer{};
   return full;
 }
@@ -93,7 +101,7 @@ void aggregator::flush(int dest) {
   queue& q = queues_[static_cast<std::size_t>(dest)];
   if (!q.nonempty.load(std::memory_order_acquire)) return;
   q.lock.lock();
-  if (q.buf.size() <= wire::buffer_header_bytes) {
+  if (q.used <= wire::buffer_header_bytes) {
     q.lock.unlock();
     return;
   }
@@ -114,8 +122,8 @@ void aggregator::flush_aged(std::uint64_t now) {
     if (!q.nonempty.load(std::memory_order_acquire)) continue;
     q.lock.lock();
     // `now` may predate a buffer another thread started meanwhile: unsigned subtraction would wrap.
-    if (q.buf.size() > wire::buffer_header_bytes && q.first_ns == 0) q.first_ns = now;
-    const bool aged = q.buf.size() > wire::buffer_header_bytes && now >= q.first_ns && now - q.first_ns >= age_ns_;
+    if (q.used > wire::buffer_header_bytes && q.first_ns == 0) q.first_ns = now;
+    const bool aged = q.used > wire::buffer_header_bytes && now >= q.first_ns && now - q.first_ns >= age_ns_;
     q.lock.unlock();
     if (aged) flush(d);
   }

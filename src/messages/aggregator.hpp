@@ -38,7 +38,10 @@ class aggregator {
  private:
   struct alignas(64) queue {
     spinlock lock;
+    // buf is kept at its full size so that appending a message does not zero-fill its bytes
+    // (vector::resize would, one memset call per message); `used` is how much of it is written.
     buffer buf;
+    std::size_t used = 0;        // <= wire::buffer_header_bytes: no message yet
     std::uint64_t first_ns = 0;  // when a progress point first saw the buffer (0: not yet)
     std::atomic<bool> nonempty{false};
   };

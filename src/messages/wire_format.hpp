@@ -34,22 +34,26 @@ inline T get(const std::byte* p) {
   return v;
 }
 
+// Writes a buffer header with a zero count at `b`.
+inline void write_buffer_header(std::byte* b, std::uint32_t source) {
+  put(b, magic);
+  put(b + 4, source);
+  put<std::uint32_t>(b + 8, 0);
+}
+
 // Starts a buffer: writes its header with a zero count.
 inline void begin_buffer(std::vector<std::byte>& b, std::uint32_t source) {
   b.resize(buffer_header_bytes);
-  put(b.data(), magic);
-  put(b.data() + 4, source);
-  put<std::uint32_t>(b.data() + 8, 0);
+  write_buffer_header(b.data(), source);
 }
 
 inline std::uint32_t message_count(const std::vector<std::byte>& b) { return get<std::uint32_t>(b.data() + 8); }
 
-// Appends a message header and room for its payload; returns where the payload goes.
-inline std::byte* append_message(std::vector<std::byte>& b, std::uint16_t id, std::size_t payload) {
-  const std::size_t at = b.size();
+// Writes the header of a message at offset `at` of the buffer starting at `b` (which has room for
+// it and its payload) and counts it in the buffer header; returns where the payload goes.
+inline std::byte* write_message_header(std::byte* b, std::size_t at, std::uint16_t id, std::size_t payload) {
   const std::size_t hdr = message_header_bytes(payload);
-  b.resize(at + hdr + payload);
-  std::byte* p = b.data() + at;
+  std::byte* p = b + at;
   put(p, id);
   if (hdr == 4) {
     put(p + 2, static_cast<std::uint16_t>(payload));
@@ -57,8 +61,15 @@ inline std::byte* append_message(std::vector<std::byte>& b, std::uint16_t id, st
     put(p + 2, long_length);
     put(p + 4, static_cast<std::uint32_t>(payload));
   }
-  put(b.data() + 8, message_count(b) + 1);
+  put(b + 8, get<std::uint32_t>(b + 8) + 1);
   return p + hdr;
+}
+
+// Appends a message header and room for its payload; returns where the payload goes.
+inline std::byte* append_message(std::vector<std::byte>& b, std::uint16_t id, std::size_t payload) {
+  const std::size_t at = b.size();
+  b.resize(at + message_header_bytes(payload) + payload);
+  return write_message_header(b.data(), at, id, payload);
 }
 
 // Room to leave in front of a payload so that it can become a one-message buffer in place.
