@@ -27,14 +27,6 @@ struct outside_call {
   std::exception_ptr error;
 };
 
-rank_state* serving_rank(int rank) {
-  std::lock_guard g(registry_lock);
-  if (registered.empty()) return nullptr;
-  for (rank_state* r : registered)
-    if (r->id() == rank) return r;
-  return registered.front();
-}
-
 bool still_running(rank_state* r) {
   std::lock_guard g(registry_lock);
   for (rank_state* s : registered)
@@ -55,19 +47,27 @@ void withdraw_process_ranks() {
 }
 
 void run_outside_call(int rank, const char* what, const std::function<void()>& fn) {
-  rank_state* r = serving_rank(rank);
-  if (!r) throw misuse_error(fmt::format("{} called from a thread outside Rill while no Rill runtime runs", what));
   auto call = std::make_shared<outside_call>();
-  r->pool().inject(make_task([call, &fn] {
-    int expected = outside_call::pending;
-    if (!call->at.compare_exchange_strong(expected, outside_call::started)) return;  // the caller gave up
-    try {
-      fn();
-    } catch (...) {
-      call->error = std::current_exception();
-    }
-    call->done.release();
-  }));
+  rank_state* r = nullptr;
+  {
+    // Injected under the lock: a registered rank is not destroyed before it is withdrawn.
+    std::lock_guard g(registry_lock);
+    if (registered.empty())
+      throw misuse_error(fmt::format("{} called from a thread outside Rill while no Rill runtime runs", what));
+    r = registered.front();
+    for (rank_state* s : registered)
+      if (s->id() == rank) r = s;
+    r->pool().inject(make_task([call, &fn] {
+      int expected = outside_call::pending;
+      if (!call->at.compare_exchange_strong(expected, outside_call::started)) return;  // the caller gave up
+      try {
+        fn();
+      } catch (...) {
+        call->error = std::current_exception();
+      }
+      call->done.release();
+    }));
+  }
   // A runtime that stops drops tasks it has not started: then the caller must not wait forever.
   while (!call->done.try_acquire_for(std::chrono::milliseconds(20))) {
     if (still_running(r)) continue;
