@@ -3,7 +3,10 @@
 // Each rank: sort its keys locally (Rill: the paper's parallel quicksort, the two sides of each
 // partition as rill::async tasks under rill::finish; threshold 2^14 keys), take 64 evenly spaced
 // samples, allgather them, pick rank_n - 1 splitters, cut the sorted keys at the splitters,
-// alltoallv the pieces, merge the received sorted runs. Then the result is verified: every
+// exchange the pieces (Rill: alltoall of counts and of where each piece goes, then one rput per
+// piece into the receiver's segment; MPI: alltoallv), merge the received sorted runs. The
+// received keys must fit in a rank's segment (--rill:segment, 128 MiB by default: about 2^22
+// keys per rank). Then the result is verified: every
 // rank's keys sorted, each rank's last key <= the next rank's first, and the count and the sum
 // of all keys preserved (`errors` counts the failed checks, 0 when all hold).
 //
@@ -18,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "common.hpp"
@@ -88,14 +92,12 @@ std::vector<std::size_t> cut(const std::vector<key>& sorted, const std::vector<k
   return at;
 }
 
-// Merges consecutive sorted runs [at[i], at[i+1]) in place, pairwise.
-void merge_runs(std::vector<key>& v, std::vector<std::size_t> at) {
+// Merges consecutive sorted runs [at[i], at[i+1]) of v in place, pairwise.
+void merge_runs(key* v, std::vector<std::size_t> at) {
   while (at.size() > 2) {
     std::vector<std::size_t> next{0};
     for (std::size_t i = 0; i + 2 < at.size(); i += 2) {
-      std::inplace_merge(v.begin() + static_cast<std::ptrdiff_t>(at[i]),
-                         v.begin() + static_cast<std::ptrdiff_t>(at[i + 1]),
-                         v.begin() + static_cast<std::ptrdiff_t>(at[i + 2]));
+      std::inplace_merge(v + at[i], v + at[i + 1], v + at[i + 2]);
       next.push_back(at[i + 2]);
     }
     if (at.size() % 2 == 0) next.push_back(at.back());
@@ -108,7 +110,7 @@ struct local_check {
   int unsorted = 0;
 };
 
-local_check check_of(const std::vector<key>& v) {
+local_check check_of(std::span<const key> v) {
   local_check c;
   c.count = v.size();
   for (key k : v) c.sum += k;
@@ -133,40 +135,75 @@ int errors_of(const std::vector<local_check>& all, std::uint64_t count, std::uin
   return errors + (c != count) + (s != sum);
 }
 
-// Seconds for one Rill sort on every rank (rank 0's figure); errors of the result.
-double rill_sort(std::vector<key> keys, int& errors, std::uint64_t count, std::uint64_t sum) {
+// Where one sort's time went on rank 0, in seconds from the start: the local sort ended, the
+// exchange (samples, splitters, the pieces, every received piece in one vector) ended, and the
+// merge and the closing barrier ended (the total).
+struct phases {
+  double sort = 0, exchange = 0, total = 0;
+};
+
+// The medians of each phase's share over repetitions, as JSON.
+nlohmann::json phase_medians(const std::vector<phases>& ps) {
+  std::vector<double> sort, exchange, merge;
+  for (const phases& p : ps) {
+    sort.push_back(p.sort);
+    exchange.push_back(p.exchange - p.sort);
+    merge.push_back(p.total - p.exchange);
+  }
+  return {{"sort_s", bench::summarize(sort).median},
+          {"exchange_s", bench::summarize(exchange).median},
+          {"merge_s", bench::summarize(merge).median}};
+}
+
+// One Rill sort on every rank (rank 0's times); errors of the result.
+phases rill_sort(std::vector<key> keys, int& errors, std::uint64_t count, std::uint64_t sum) {
   const rill::team w = rill::team::world();
   w.barrier().wait();
   const auto t0 = bench::clock::now();
   parallel_sort(keys.data(), keys.data() + keys.size());
+  phases p;
+  p.sort = bench::seconds_since(t0);
   auto all_samples = w.allgather(pick_samples(keys)).get();
   std::vector<key> flat;
   for (auto& s : all_samples) flat.insert(flat.end(), s.begin(), s.end());
   const auto at = cut(keys, pick_splitters(std::move(flat), w.rank_n()));
-  std::vector<std::vector<key>> out(static_cast<std::size_t>(w.rank_n()));
-  for (std::size_t r = 0; r < out.size(); ++r)
-    out[r].assign(keys.begin() + static_cast<std::ptrdiff_t>(at[r]),
-                  keys.begin() + static_cast<std::ptrdiff_t>(at[r + 1]));
-  std::vector<key>().swap(keys);
-  auto in = w.alltoallv(std::move(out)).get();
+  // The pieces travel one-sided, as a PGAS program would send them: every rank allocates what it
+  // will receive in its segment and tells each source where its piece goes; each source puts its
+  // piece there straight from its sorted keys (a plain copy into a node neighbour's segment, which
+  // the mpi transport maps into this process; one RMA message per piece otherwise).
+  const auto n = static_cast<std::size_t>(w.rank_n());
+  std::vector<std::uint64_t> send_counts(n);
+  for (std::size_t r = 0; r < n; ++r) send_counts[r] = at[r + 1] - at[r];
+  const std::vector<std::uint64_t> recv_counts = w.alltoall(send_counts).get();
   std::vector<std::size_t> runs{0};
-  std::vector<key> mine;
-  for (auto& piece : in) {
-    mine.insert(mine.end(), piece.begin(), piece.end());
-    runs.push_back(mine.size());
-  }
-  merge_runs(mine, runs);
+  for (std::uint64_t c : recv_counts) runs.push_back(runs.back() + c);
+  const rill::global_ptr<key> mine = rill::new_array<key>(runs.back());
+  std::vector<rill::global_ptr<key>> where(n);
+  for (std::size_t r = 0; r < n; ++r) where[r] = mine + static_cast<std::ptrdiff_t>(runs[r]);
+  const std::vector<rill::global_ptr<key>> targets = w.alltoall(where).get();
+  std::vector<rill::future<void>> puts;
+  for (std::size_t r = 0; r < n; ++r)
+    if (send_counts[r]) puts.push_back(rill::rput(keys.data() + at[r], targets[r], send_counts[r]));
+  for (auto& f : puts) f.wait();
+  w.barrier().wait();  // every piece this rank receives has landed
+  p.exchange = bench::seconds_since(t0);
+  const std::span<key> sorted(mine.local(), runs.back());
+  merge_runs(sorted.data(), runs);
   w.barrier().wait();
-  const double t = bench::seconds_since(t0);
-  errors = errors_of(w.allgather(check_of(mine)).get(), count, sum);
-  return t;
+  p.total = bench::seconds_since(t0);
+  errors = errors_of(w.allgather(check_of(sorted)).get(), count, sum);
+  w.barrier().wait();  // nobody checks this rank's keys any more
+  rill::delete_array(mine);
+  return p;
 }
 
-double mpi_sort(std::vector<key> keys, int& errors, std::uint64_t count, std::uint64_t sum) {
+phases mpi_sort(std::vector<key> keys, int& errors, std::uint64_t count, std::uint64_t sum) {
   const int n = bench::mpi_peer::world_size();
   MPI_Barrier(MPI_COMM_WORLD);
   const auto t0 = bench::clock::now();
   std::sort(keys.begin(), keys.end());
+  phases p;
+  p.sort = bench::seconds_since(t0);
   std::vector<key> samples = pick_samples(keys), all(static_cast<std::size_t>(samples_per_rank * n));
   MPI_Allgather(samples.data(), samples_per_rank, MPI_UINT64_T, all.data(), samples_per_rank, MPI_UINT64_T,
                 MPI_COMM_WORLD);
@@ -187,14 +224,15 @@ double mpi_sort(std::vector<key> keys, int& errors, std::uint64_t count, std::ui
   std::vector<key> mine(runs.back());
   MPI_Alltoallv(keys.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, mine.data(), recv_counts.data(),
                 recv_displs.data(), MPI_UINT64_T, MPI_COMM_WORLD);
-  merge_runs(mine, runs);
+  p.exchange = bench::seconds_since(t0);
+  merge_runs(mine.data(), runs);
   MPI_Barrier(MPI_COMM_WORLD);
-  const double t = bench::seconds_since(t0);
+  p.total = bench::seconds_since(t0);
   const local_check c = check_of(mine);
   std::vector<local_check> all_checks(static_cast<std::size_t>(n));
   MPI_Allgather(&c, sizeof c, MPI_BYTE, all_checks.data(), sizeof c, MPI_BYTE, MPI_COMM_WORLD);
   errors = errors_of(all_checks, count, sum);
-  return t;
+  return p;
 }
 
 std::string pow2(std::size_t n) {
@@ -232,13 +270,15 @@ int main(int argc, char** argv) {
   const double total = static_cast<double>(count);
 
   std::vector<double> peer;
+  std::vector<phases> peer_phases, rill_phases;
   int peer_errors = 0;
   std::string peer_name;
   if (mpi) {
     peer_name = "MPI alltoallv + std::sort";
     for (int r = 0; r < reps; ++r) {
       int e = 0;
-      peer.push_back(total / mpi_sort(keys, e, count, sum));
+      peer_phases.push_back(mpi_sort(keys, e, count, sum));
+      peer.push_back(total / peer_phases.back().total);
       peer_errors += e;
       if (me == 0) bench::progress("H1 mpi rep {}: {:.3g} keys/s", r, peer.back());
     }
@@ -252,9 +292,10 @@ int main(int argc, char** argv) {
     rt.run_spmd([&] {
       for (int r = 0; r < reps; ++r) {
         int e = 0;
-        const double t = rill_sort(keys, e, count, sum);
+        const phases p = rill_sort(keys, e, count, sum);
         if (rill::rank_me() == 0) {
-          rill_rates.push_back(total / t);
+          rill_phases.push_back(p);
+          rill_rates.push_back(total / p.total);
           errors += e;
           bench::progress("H1 rill rep {}: {:.3g} keys/s ({} errors)", r, rill_rates.back(), e);
         }
@@ -291,7 +332,9 @@ int main(int argc, char** argv) {
                {"transport", mpi ? "mpi" : "local"},
                {"keys_per_rank", per_rank},
                {"errors", errors},
-               {"peer_errors", peer_errors}};
+               {"peer_errors", peer_errors},
+               {"phases", phase_medians(rill_phases)}};
+    if (mpi) r.extra["peer_phases"] = phase_medians(peer_phases);
     bench::emit(r);
   }
   if (mpi) MPI_Finalize();
