@@ -156,18 +156,6 @@ struct agreed {
   long errors = 0;
 };
 
-// The reduction of the phase barrier below, as a reduction_op type. (barrier::create with a
-// callable void(T&, const T&) does not compile: barrier.hpp's make_redop evaluates
-// invoke_result_t of the (const T&, const T&) form before knowing it is invocable.)
-struct agree_op {
-  using value_type = agreed;
-  static constexpr agreed identity{};
-  static void apply(agreed& acc, const agreed& v) {
-    if (v.seconds > acc.seconds) acc.seconds = v.seconds;
-    acc.errors += v.errors;
-  }
-};
-
 // A phase barrier of all ranks, created by rank 0 and handed to the others, used as a sequence of
 // collective steps.
 class collective {
@@ -177,7 +165,13 @@ class collective {
     const int n = rill::rank_n();
     if (n > max_ranks) throw std::invalid_argument("task_bench: too many ranks");
     if (me == 0) {
-      b_ = rill::barrier::create<agree_op>(static_cast<std::uint32_t>(n));
+      b_ = rill::barrier::create(
+          static_cast<std::uint32_t>(n),
+          [](agreed& acc, const agreed& v) {
+            if (v.seconds > acc.seconds) acc.seconds = v.seconds;
+            acc.errors += v.errors;
+          },
+          agreed{});
       for (int r = 1; r < n; ++r)
         rill::am::send(
             r,
