@@ -88,44 +88,44 @@ double rill_rate(long messages, bool aggregated) {
   return static_cast<double>(messages) / bench::seconds_since(t0);
 }
 
-// Payload is a std::vector of some element type, or a blob (a trivially copyable std::array).
-template <class Payload>
-double rill_bandwidth(long messages, std::size_t bytes) {
+// GB/s of `messages` sends of `bytes` each to rank 1; send_one(i) marks the payload with i and
+// sends it.
+template <class SendOne>
+double timed_sends(long messages, std::size_t bytes, SendOne send_one) {
   arm(static_cast<std::uint64_t>(messages));
   rill::latch ack(1);
   g_ack = &ack;
+  const auto t0 = bench::clock::now();
+  for (long i = 0; i < messages; ++i) send_one(i);
+  rill::am::flush();
+  ack.wait();
+  return static_cast<double>(messages) * static_cast<double>(bytes) / bench::seconds_since(t0) / 1e9;
+}
+
+// Payload is a std::vector of some element type, or a blob (a trivially copyable std::array).
+template <class Payload>
+double rill_bandwidth(long messages, std::size_t bytes) {
   Payload payload{};
   if constexpr (requires { payload.resize(bytes); }) payload.resize(bytes);
-  const auto t0 = bench::clock::now();
-  for (long i = 0; i < messages; ++i) {
+  return timed_sends(messages, bytes, [&](long i) {
     if constexpr (requires { payload.resize(bytes); })
       payload[0] = static_cast<typename Payload::value_type>(i);
     else
       payload.bytes[0] = static_cast<std::byte>(i);
     rill::am::send(
         1, [](const Payload&) { on_message(); }, payload);
-  }
-  rill::am::flush();
-  ack.wait();
-  return static_cast<double>(messages) * static_cast<double>(bytes) / bench::seconds_since(t0) / 1e9;
+  });
 }
 
 // The payload as a rill::view of the sender's bytes: copied once into the message, and the handler
 // reads it in the received buffer (no vector is built there).
 double rill_bandwidth_view(long messages, std::size_t bytes) {
-  arm(static_cast<std::uint64_t>(messages));
-  rill::latch ack(1);
-  g_ack = &ack;
   std::vector<std::byte> payload(bytes);
-  const auto t0 = bench::clock::now();
-  for (long i = 0; i < messages; ++i) {
+  return timed_sends(messages, bytes, [&](long i) {
     payload[0] = static_cast<std::byte>(i);
     rill::am::send(
         1, [](rill::view<std::byte>) { on_message(); }, rill::view(payload));
-  }
-  rill::am::flush();
-  ack.wait();
-  return static_cast<double>(messages) * static_cast<double>(bytes) / bench::seconds_since(t0) / 1e9;
+  });
 }
 
 constexpr std::size_t big = 64 * 1024;
