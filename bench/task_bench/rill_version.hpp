@@ -145,7 +145,8 @@ inline void execute(run_state* s, long t, long p) {
     // A chain of dependents run here never returns to the scheduling loop, which is where the
     // network is polled: without a yield now and then, a rank whose only worker runs a long chain
     // would not answer the other ranks (a barrier's result request, say) until the chain ends.
-    // (One rank alone has nobody to answer, and there yielding costs its workers' chains their order.)
+    // One rank alone has nobody to answer, and there a yield would hurt: the task becomes a fiber
+    // tied to its worker, so the other workers could no longer take its chain over.
     if (ranks > 1 && t % yield_every == 0) rill::yield();
   }
 }
