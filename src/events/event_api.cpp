@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <new>
 
 #include "events/event_table.hpp"
 #include "rill/error.hpp"
@@ -135,17 +136,23 @@ void event_task_failed(event e, const char* type, const char* what) {
 
 namespace {
 
-// A merge of n inputs: each input has a waiter node in the record; the last one to fire frees it.
+// A merge of n inputs: each input has a waiter node, stored right after the record in one block
+// (one allocation, and the nodes an input's trigger touches lie together); the last to fire frees it.
 struct merge_record {
   struct input final : event_waiter {
     merge_record* owner = nullptr;
   };
-  explicit merge_record(event r, std::size_t n) : result(r), inputs(n), remaining(static_cast<std::ptrdiff_t>(n) + 1) {
-    for (auto& in : inputs) {
-      in.owner = this;
-      in.fn = &input_fired;
+  static merge_record* make(event result, std::size_t n) {
+    void* block = ::operator new(sizeof(merge_record) + n * sizeof(input));
+    auto* m = new (block) merge_record(result, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      input* in = new (&m->inputs()[i]) input;
+      in->owner = m;
+      in->fn = &input_fired;
     }
+    return m;
   }
+  input* inputs() { return reinterpret_cast<input*>(this + 1); }
   static void input_fired(event_waiter* self, bool discard) {
     merge_record* m = static_cast<input*>(self)->owner;
     if (!discard) {
@@ -157,13 +164,19 @@ struct merge_record {
   void release(bool discard) {
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     if (!discard && !done.exchange(true, std::memory_order_acq_rel)) event_trigger(result);
-    delete this;
+    for (std::size_t i = 0; i < count; ++i) inputs()[i].~input();
+    this->~merge_record();
+    ::operator delete(this);
   }
   event result;
-  std::vector<input> inputs;
+  std::size_t count;
   std::atomic<std::ptrdiff_t> remaining;
   std::atomic<bool> done{false};
+
+ private:
+  merge_record(event r, std::size_t n) : result(r), count(n), remaining(static_cast<std::ptrdiff_t>(n) + 1) {}
 };
+static_assert(sizeof(merge_record) % alignof(merge_record::input) == 0);
 
 }  // namespace
 
@@ -207,9 +220,9 @@ event merge_span(std::span<const event> events) {
   const event result = t.create();
   t.set_op(result, op_kind::merge);
   if (t.trace().graph_on()) t.trace().record_merge(events, result);
-  auto* m = new merge_record(result, pending.size());
+  auto* m = merge_record::make(result, pending.size());
   // The extra count in `remaining` keeps the record alive until every input is registered.
-  for (std::size_t i = 0; i < pending.size(); ++i) t.on_trigger(pending[i], &m->inputs[i]);
+  for (std::size_t i = 0; i < pending.size(); ++i) t.on_trigger(pending[i], &m->inputs()[i]);
   m->release(false);
   return result;
 }
