@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <deque>
 #include <exception>
 
 #include "rill/am.hpp"
@@ -11,6 +12,8 @@
 #include "runtime/rank.hpp"
 
 namespace rill::detail {
+
+const std::vector<poisoned_gen> event_table::no_poison;
 
 namespace {
 
@@ -64,32 +67,32 @@ void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison
 
 // ---- firing without recursion -------------------------------------------------------------------
 
-thread_local event_waiter* fire_head = nullptr;
-thread_local event_waiter* fire_tail = nullptr;
+// Lists waiting to run on this thread, oldest first. Whole lists are queued, not concatenated:
+// finding a list's tail would walk its nodes, each a cache miss in a large graph.
+thread_local std::deque<event_waiter*> fire_queue;
 thread_local bool firing = false;
 
 }  // namespace
 
 void fire_waiters(event_waiter* list) {
   if (!list) return;
-  event_waiter* tail = list;
-  while (tail->next) tail = tail->next;
-  if (fire_tail)
-    fire_tail->next = list;
-  else
-    fire_head = list;
-  fire_tail = tail;
-  if (firing) return;  // an outer call on this thread runs them, in order
+  fire_queue.push_back(list);
+  if (firing) return;  // an outer call on this thread runs it, after the lists queued before it
   firing = true;
   std::exception_ptr first;
-  while (event_waiter* w = fire_head) {
-    fire_head = w->next;
-    if (!fire_head) fire_tail = nullptr;
-    w->next = nullptr;
-    try {
-      w->fn(w, false);  // may free w, may queue more waiters
-    } catch (...) {
-      if (!first) first = std::current_exception();
+  while (!fire_queue.empty()) {
+    event_waiter* w = fire_queue.front();
+    fire_queue.pop_front();
+    while (w) {
+      event_waiter* next = w->next;
+      w->next = nullptr;
+      __builtin_prefetch(next);  // its node is cold; fetch it while w runs
+      try {
+        w->fn(w, false);  // may free w, may queue more lists
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+      w = next;
     }
   }
   firing = false;
@@ -135,11 +138,7 @@ void event_table::check_owner(event e, const char* what) const {
 
 std::uint32_t event_table::allocate_slot() {
   std::lock_guard g(alloc_m_);
-  if (!free_.empty()) {
-    const std::uint32_t index = free_.back();
-    free_.pop_back();
-    return index;
-  }
+  if (const auto index = free_.take_lowest()) return *index;
   const std::uint32_t index = slot_count_.load(std::memory_order_relaxed);
   const std::uint32_t j = index / chunk_base + 1;
   const int k = std::bit_width(j) - 1;
@@ -225,18 +224,18 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
             fmt::format("rill: event (rank {}, slot {}, generation {}) triggered twice", me_, index, gen));
       }
       s->triggered = true;
-      if (cause) s->poisoned.push_back({gen, cause});
+      if (cause) s->more().poisoned.push_back({gen, cause});
       waiters = std::exchange(s->waiters, nullptr);
-      subscribers.swap(s->subscribers);
+      if (s->extra) subscribers.swap(s->extra->subscribers);
       if (from >= 0) {
         // The triggering rank woke its own waiters; it hears back only if it asked to.
         std::erase(subscribers, from);
         if (notify_from) subscribers.push_back(from);
       }
-      reuse = s->poisoned.size() < max_poisoned_generations;
+      reuse = s->poisoned().size() < max_poisoned_generations;
       s->retired = !reuse;
     }
-    if (!subscribers.empty() && !s->poisoned.empty()) wire = to_wire(s->poisoned);
+    if (!subscribers.empty() && !s->poisoned().empty()) wire = to_wire(s->poisoned());
   }
   if (pinned) {
     created_.fetch_add(1, std::memory_order_relaxed);  // its next generation began, untriggered
@@ -244,12 +243,15 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
     untriggered_.fetch_sub(1, std::memory_order_relaxed);
     if (reuse) {
       std::lock_guard g(alloc_m_);
-      free_.push_back(index);
+      free_.insert(index);
     } else {
       retired_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
+  // Waiters were registered with no cause: only a poisoned trigger needs a pass over them (a pass
+  // that chases pointers through cold nodes, one per dependent).
+  if (cause)
+    for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
   for (int r : subscribers) send_notify(r, index, gen, wire);
   notifications_sent_.fetch_add(subscribers.size(), std::memory_order_relaxed);
   fire_waiters(waiters);
@@ -261,7 +263,7 @@ event_waiter* event_table::trigger_pinned_locked(owned_slot& s, std::uint32_t in
     throw misuse_error(fmt::format("rill: pinned event (rank {}, slot {}) triggered generation {} while {} is current",
                                    me_, index, gen, s.gen));
   }
-  if (cause) s.poisoned.push_back({gen, cause});
+  if (cause) s.more().poisoned.push_back({gen, cause});
   // Waiters for this generation run; those for later ones stay.
   event_waiter* ready = nullptr;
   event_waiter* later = nullptr;
@@ -274,8 +276,11 @@ event_waiter* event_table::trigger_pinned_locked(owned_slot& s, std::uint32_t in
   }
   s.waiters = later;
   // Every subscribed rank hears of this generation; those that asked for no later one are done.
-  for (const auto& [rank, upto] : s.pinned_subscribers) subscribers.push_back(rank);
-  std::erase_if(s.pinned_subscribers, [gen](const auto& p) { return p.second <= gen; });
+  if (s.extra) {
+    auto& subscribed = s.extra->pinned_subscribers;
+    for (const auto& [rank, upto] : subscribed) subscribers.push_back(rank);
+    std::erase_if(subscribed, [gen](const auto& p) { return p.second <= gen; });
+  }
   s.gen = gen + 1;  // the next generation begins at once; `triggered` stays false
   return ready;
 }
@@ -331,7 +336,7 @@ event_status event_table::query(event e) {
       throw misuse_error(fmt::format("rill: event generation {} of slot {} that rank {} never created", e.generation(),
                                      e.slot(), me_));
     }
-    if (e.generation() < s->gen || s->triggered) return {true, true, find_poison(s->poisoned, e.generation())};
+    if (e.generation() < s->gen || s->triggered) return {true, true, find_poison(s->poisoned(), e.generation())};
     return {};
   }
   const std::uint64_t key = remote_key(e.owner(), e.slot());
@@ -379,7 +384,7 @@ void event_table::on_trigger(event e, event_waiter* w) {
         s->waiters = w;
         return;
       }
-      w->cause = find_poison(s->poisoned, e.generation());
+      w->cause = find_poison(s->poisoned(), e.generation());
     }
     fire_waiters(w);
     return;
@@ -417,27 +422,27 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
     std::lock_guard g(s->m);
     if (s->pinned && gen >= s->gen) {
       // Kept until `gen` triggers, with the latest generation this rank asked for.
-      auto it = std::find_if(s->pinned_subscribers.begin(), s->pinned_subscribers.end(),
-                             [from](const auto& p) { return p.first == from; });
-      if (it != s->pinned_subscribers.end()) {
+      auto& subscribed = s->more().pinned_subscribers;
+      auto it = std::find_if(subscribed.begin(), subscribed.end(), [from](const auto& p) { return p.first == from; });
+      if (it != subscribed.end()) {
         it->second = std::max(it->second, gen);  // notified at every trigger since it subscribed
         return;
       }
-      s->pinned_subscribers.emplace_back(from, gen);
+      subscribed.emplace_back(from, gen);
       // The rank may have waiters for generations that triggered before this subscription
       // arrived (covered by it, as they are earlier): tell it what has triggered so far.
       if (s->gen == 1) return;
       through = s->gen - 1;
-      wire = to_wire(s->poisoned);
+      wire = to_wire(s->poisoned());
     } else {
       if (gen > s->gen) throw decode_error(fmt::format("subscription from rank {} to a future generation", from));
       if (gen == s->gen && !s->triggered) {
-        s->subscribers.push_back(from);
+        s->more().subscribers.push_back(from);
         return;
       }
       // Already triggered (the subscription crossed the trigger): answer at once.
       through = s->triggered ? s->gen : s->gen - 1;
-      wire = to_wire(s->poisoned);
+      wire = to_wire(s->poisoned());
     }
   }
   notifications_sent_.fetch_add(1, std::memory_order_relaxed);

@@ -5,13 +5,16 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/spinlock.hpp"
 #include "events/event_trace.hpp"
+#include "events/free_slots.hpp"
 #include "rill/event.hpp"
 
 namespace rill::detail {
@@ -84,24 +87,41 @@ class event_table {
   void on_notify(int owner, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned);
 
  private:
-  struct owned_slot {
-    std::mutex m;
-    std::uint64_t gen = 0;  // the latest generation created (0: none yet)
-    bool triggered = true;  // whether `gen` has triggered
-    bool retired = false;
-    bool pinned = false;              // see create_pinned()
-    event_waiter* waiters = nullptr;  // waiting for `gen` (pinned: for `gen` or later)
-    std::vector<int> subscribers;     // ranks to notify when `gen` triggers
+  // What few slots need: remote subscribers, poisoned generations, a barrier's subscriptions.
+  // Allocated on first use and kept with the slot (its vectors keep their capacity).
+  struct slot_extra {
+    std::vector<int> subscribers;  // ranks to notify when `gen` triggers
     std::vector<poisoned_gen> poisoned;
-    // What created generation op_gen (set just after create, read by reports).
-    std::atomic<std::uint64_t> op_gen{0};
-    std::atomic<op_kind> op{op_kind::event};
-    std::atomic<std::int32_t> op_arg{-1};
     // Pinned slots only: subscribed ranks with the latest generation each asked for (>= gen).
     // Each is notified at every trigger until that generation has triggered, so a remote waiter
     // for an earlier generation covered by a later subscription is woken in time.
     std::vector<std::pair<int, std::uint64_t>> pinned_subscribers;
   };
+  // One cache line: a trigger touches its slot once, and large dependency graphs keep hundreds of
+  // thousands of them. The lock is a spin lock: every section is a few instructions, and a
+  // trigger takes it once per event, on the hot path of every dependency graph.
+  struct alignas(64) owned_slot {
+    spinlock m;
+    bool triggered = true;  // whether `gen` has triggered
+    bool retired = false;
+    bool pinned = false;  // see create_pinned()
+    // What created generation op_gen (set just after create, read by reports).
+    std::atomic<op_kind> op{op_kind::event};
+    std::atomic<std::int32_t> op_arg{-1};
+    std::uint64_t gen = 0;            // the latest generation created (0: none yet)
+    event_waiter* waiters = nullptr;  // waiting for `gen` (pinned: for `gen` or later)
+    std::atomic<std::uint64_t> op_gen{0};
+    std::unique_ptr<slot_extra> extra;
+
+    slot_extra& more() {
+      if (!extra) extra = std::make_unique<slot_extra>();
+      return *extra;
+    }
+    const std::vector<poisoned_gen>& poisoned() const { return extra ? extra->poisoned : no_poison; }
+    bool has_subscribers() const { return extra && !extra->subscribers.empty(); }
+    bool has_pinned_subscribers() const { return extra && !extra->pinned_subscribers.empty(); }
+  };
+  static const std::vector<poisoned_gen> no_poison;
   struct remote_slot {
     std::uint64_t known = 0;       // the owner said: every generation <= known has triggered
     std::uint64_t subscribed = 0;  // the latest generation this rank subscribed to
@@ -144,8 +164,8 @@ class event_table {
   const int ranks_;
   event_trace trace_{me_};
 
-  std::mutex alloc_m_;  // guards free_ and growth
-  std::vector<std::uint32_t> free_;
+  spinlock alloc_m_;  // guards free_ and growth (a spin lock: it is taken once per trigger)
+  free_slots free_;
   std::atomic<std::uint32_t> slot_count_{0};
   std::array<std::atomic<owned_slot*>, max_chunks> chunks_{};
 

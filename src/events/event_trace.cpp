@@ -253,7 +253,7 @@ std::string event_table::pending_report() {
   for (std::uint32_t i = 0; i < n; ++i) {
     owned_slot& s = slot_at(i);
     std::lock_guard g(s.m);
-    if (!s.waiters && s.subscribers.empty() && s.pinned_subscribers.empty()) continue;
+    if (!s.waiters && !s.has_subscribers() && !s.has_pinned_subscribers()) continue;
     std::string what = "event";
     if (s.pinned) {
       what = fmt::format("barrier phase (rank {}'s barrier in slot {}: it triggers when its arrivals are in)", me_, i);
@@ -271,20 +271,22 @@ std::string event_table::pending_report() {
       if (entry.first.empty()) entry.first = w->gen == s.gen || s.pinned ? what : "event";
       entry.second.push_back(describe_waiter(*w));
     }
-    if (!s.triggered && !s.subscribers.empty()) {
+    if (!s.triggered && s.has_subscribers()) {
       const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen);
       auto& entry = waited[e];
       if (entry.first.empty()) entry.first = what;
       std::string ranks;
-      for (int r : s.subscribers) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      for (int r : s.extra->subscribers) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
       entry.second.push_back("waiters on rank(s) " + ranks + " (subscribed)");
     }
-    for (const auto& [rank, upto] : s.pinned_subscribers) {
-      // A rank waits for phases up to `upto`: the current one is what it waits on now.
-      const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen);
-      auto& entry = waited[e];
-      if (entry.first.empty()) entry.first = what;
-      entry.second.push_back(fmt::format("waiters on rank {} (subscribed to phases up to gen {})", rank, upto));
+    if (s.has_pinned_subscribers()) {
+      for (const auto& [rank, upto] : s.extra->pinned_subscribers) {
+        // A rank waits for phases up to `upto`: the current one is what it waits on now.
+        const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen);
+        auto& entry = waited[e];
+        if (entry.first.empty()) entry.first = what;
+        entry.second.push_back(fmt::format("waiters on rank {} (subscribed to phases up to gen {})", rank, upto));
+      }
     }
   }
   for (auto& sh : shards_) {
