@@ -26,6 +26,7 @@ struct config {
   std::uint64_t agg_age_us = 200;                      // age threshold of the oldest buffered message
   std::size_t large_bytes = 16 * 1024;                 // payloads above this travel on their own
   int queue_buffers = 64;                              // in-flight buffers per destination before back-pressure
+  std::size_t node_ring_bytes = std::size_t{1} << 20;  // mpi: shared-memory ring per other rank of the node, 0 = off
   std::uint64_t chaos = 0;                             // local transport: seed of delay/reorder, 0 = off
   std::string log = "warn";                            // spdlog level
   std::uint64_t idle_poll_us = 5000;                   // how long an idle worker keeps polling before it sleeps

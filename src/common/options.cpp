@@ -99,6 +99,14 @@ const std::vector<option_spec>& table() {
        [](parsed_options& o, std::string_view v) {
          o.cfg.queue_buffers = parse_number<int>("queue-buffers", v, 1, 1 << 20);
        }},
+      {"node-ring", "1MiB",
+       "mpi: bytes of the shared-memory ring a rank keeps for each other rank of its node, through which their "
+       "buffers (up to agg-bytes + large-bytes, and a quarter of the ring) travel instead of MPI (0 = off)",
+       [](parsed_options& o, std::string_view v) {
+         const std::size_t bytes = parse_size("node-ring", v, 0, 1ull << 30);
+         if (bytes != 0 && bytes < 4096) bad_value("node-ring", v, "0 or at least 4KiB");
+         o.cfg.node_ring_bytes = (bytes + 63) / 64 * 64;
+       }},
       {"chaos", "0", "local transport: seed for delayed, reordered, batched delivery (0 = off)",
        [](parsed_options& o, std::string_view v) {
          o.cfg.chaos = parse_number<std::uint64_t>("chaos", v, 0, std::numeric_limits<std::uint64_t>::max());

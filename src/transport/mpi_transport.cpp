@@ -4,6 +4,10 @@
 // least that) and every MPI call is made under one mutex, so no two threads ever call MPI at once.
 // Receives are pre-posted for buffers up to the eager size; larger buffers are announced by their
 // tag and received with a matched probe. Sends are non-blocking; their buffers live until complete.
+//
+// Ranks on one node pass eager-sized buffers through shared-memory rings instead (byte_ring.hpp,
+// --rill:node-ring), in a second MPI-3 shared window: no MPI call on either side. MPI still carries
+// larger buffers, and any buffer whose ring is full.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -11,6 +15,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -18,7 +23,9 @@
 #include <fmt/format.h>
 
 #include "common/log.hpp"
+#include "common/spinlock.hpp"
 #include "rill/error.hpp"
+#include "transport/byte_ring.hpp"
 #include "transport/clear_pages.hpp"
 #include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
@@ -61,6 +68,16 @@ class mpi_endpoint final : public endpoint {
 
   ~mpi_endpoint() override = default;
 
+  // A shared-memory ring to `peer` (another rank of this node) at `to`, and one from it at `from`,
+  // each of byte_ring::bytes_for(capacity) bytes. Called before any send or poll.
+  void add_node_rings(int peer, std::byte* to, std::byte* from, std::size_t capacity) {
+    if (out_rings_.empty()) out_rings_.resize(static_cast<std::size_t>(size_));
+    out_rings_[static_cast<std::size_t>(peer)] = std::make_unique<out_ring>(to, capacity, eager_bytes_);
+    in_rings_.push_back(std::make_unique<in_ring>(peer, from, capacity));
+    // With a ring to every other rank, MPI carries only what the rings cannot take.
+    all_on_node_ = static_cast<int>(in_rings_.size()) == size_ - 1;
+  }
+
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
@@ -71,6 +88,16 @@ class mpi_endpoint final : public endpoint {
       has_self_.store(true, std::memory_order_release);
       b.clear();
       return true;
+    }
+    if (!out_rings_.empty()) {
+      if (out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get(); r && b.size() <= r->limit) {
+        std::lock_guard g(r->lock);
+        if (r->ring.try_write(b)) {
+          b.clear();
+          return true;
+        }
+        // The ring is full: this buffer goes through MPI (delivery order is not promised).
+      }
     }
     std::lock_guard g(lock_);
     if (in_flight_to_[static_cast<std::size_t>(dest)] >= queue_limit_) {
@@ -100,6 +127,20 @@ class mpi_endpoint final : public endpoint {
       }
       has_self_.store(!self_.empty(), std::memory_order_release);
     }
+    if (!in_rings_.empty() && !ring_reader_.test_and_set(std::memory_order_acquire)) {
+      for (auto& in : in_rings_) {
+        if (n >= max) break;
+        n += in->ring.read(
+            [&](std::span<const std::byte> p) {
+              out.push_back(incoming{in->source, buffer(p.begin(), p.end())});
+            },
+            max - n);
+      }
+      ring_reader_.clear(std::memory_order_release);
+    }
+    // Every MPI call costs a run of its progress engine: when the rings reach every rank, MPI
+    // (large buffers, overflow) is polled on every fourth poll only.
+    if (all_on_node_ && mpi_turn_.fetch_add(1, std::memory_order_relaxed) % 4 != 0) return n;
     std::unique_lock g(lock_, std::try_to_lock);
     if (!g.owns_lock()) return n;  // another worker is polling
     ++polls_;
@@ -188,7 +229,12 @@ class mpi_endpoint final : public endpoint {
   }
 
   bool needs_polling() const override { return true; }
-  bool has_input() const override { return has_self_.load(std::memory_order_seq_cst); }
+  bool has_input() const override {
+    if (has_self_.load(std::memory_order_seq_cst)) return true;
+    for (const auto& in : in_rings_)
+      if (in->ring.has_data()) return true;
+    return false;
+  }
   void on_arrival(std::function<void()>) override {}
 
   // Completes all sends, waits for every rank, and cancels the pre-posted receives.
@@ -303,6 +349,26 @@ class mpi_endpoint final : public endpoint {
   std::mutex spare_lock_;
   std::vector<buffer> spares_;
   std::size_t spare_bytes_ = 0;  // capacity of spares_ (under spare_lock_)
+  struct out_ring {
+    out_ring(std::byte* memory, std::size_t capacity, std::size_t eager)
+        : ring(memory, capacity), limit(std::min(ring.max_payload(), eager)) {}
+    byte_ring ring;
+    // Larger buffers (payloads that travel alone) go through MPI: its rendezvous receives them
+    // into recycled buffers, where a ring would copy them twice (measured: 64 KiB payloads at
+    // 0.6 of MPI's bandwidth through the ring).
+    std::size_t limit;
+    spinlock lock;  // the workers of this rank are the ring's producers, one at a time
+  };
+  struct in_ring {
+    in_ring(int from, std::byte* memory, std::size_t capacity) : source(from), ring(memory, capacity) {}
+    int source;
+    byte_ring ring;
+  };
+  std::vector<std::unique_ptr<out_ring>> out_rings_;  // by destination rank; null: not on this node
+  std::vector<std::unique_ptr<in_ring>> in_rings_;
+  std::atomic_flag ring_reader_ = ATOMIC_FLAG_INIT;  // held by the worker reading the rings
+  bool all_on_node_ = false;
+  std::atomic<unsigned> mpi_turn_{0};
   std::mutex self_lock_;
   std::deque<incoming> self_;
   std::atomic<bool> has_self_{false};  // self_ may be non-empty (saves the lock on every poll)
@@ -340,13 +406,15 @@ class mpi_transport final : public transport {
     MPI_Comm node;
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &ranks_on_node_);
-    MPI_Comm_free(&node);
     ep_ = std::make_unique<mpi_endpoint>(comm_, cfg);
+    if (ranks_on_node_ > 1 && cfg.node_ring_bytes > 0) connect_node_rings(node, cfg.node_ring_bytes);
+    MPI_Comm_free(&node);
   }
 
   ~mpi_transport() override {
     ep_.reset();
-    if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);  // collective on the node, like the end
+    if (ring_window_ != MPI_WIN_NULL) MPI_Win_free(&ring_window_);  // collective on the node
+    if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);            // collective on the node, like the end
     if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
     set_fatal_abort_hook(nullptr);
     MPI_Comm_free(&comm_);
@@ -471,6 +539,59 @@ class mpi_transport final : public transport {
     return page_aligned(base);
   }
 
+  // Collective on the node: each process allocates, in a shared window, one ring per other process
+  // of the node for the buffers that process sends it, and connects the endpoint to both ends.
+  // Without such a window (the library cannot make one on some process) MPI carries everything.
+  void connect_node_rings(MPI_Comm node, std::size_t capacity) {
+    int node_n = 0, node_me = 0;
+    MPI_Comm_size(node, &node_n);
+    MPI_Comm_rank(node, &node_me);
+    const int me = ep_->rank();
+    std::vector<int> world_of(static_cast<std::size_t>(node_n));
+    check(MPI_Allgather(&me, 1, MPI_INT, world_of.data(), 1, MPI_INT, node), "MPI_Allgather");
+    const std::size_t ring = byte_ring::bytes_for(capacity);
+    const std::size_t part = ring * static_cast<std::size_t>(node_n - 1);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    void* base = nullptr;
+    MPI_Win win = MPI_WIN_NULL;
+    // 64 bytes more than asked, to start the rings on a cache line.
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(part + 64), 1, info, node, &base, &win);
+    MPI_Info_free(&info);
+    // Rings must start empty (zeroes), before any peer can write: the collective below orders it.
+    if (rc == MPI_SUCCESS) std::memset(line_aligned(base), 0, part);
+    int ok = rc == MPI_SUCCESS ? 1 : 0, all_ok = 0;
+    check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+    if (!all_ok) {
+      if (rc == MPI_SUCCESS) MPI_Win_free(&win);
+      log().info("no MPI shared-memory window for node rings; ranks on this node talk through MPI");
+      return;
+    }
+    // In process p's part, ring k carries what the k-th other process of the node (in node order)
+    // sends to p.
+    auto ring_in = [&](int owner, int sender) {
+      MPI_Aint got = 0;
+      int unit = 0;
+      void* at = nullptr;
+      check(MPI_Win_shared_query(win, owner, &got, &unit, &at), "MPI_Win_shared_query");
+      const auto k = static_cast<std::size_t>(sender < owner ? sender : sender - 1);
+      return line_aligned(at) + k * ring;
+    };
+    for (int p = 0; p < node_n; ++p) {
+      if (p == node_me) continue;
+      ep_->add_node_rings(world_of[static_cast<std::size_t>(p)], ring_in(p, node_me), ring_in(node_me, p), capacity);
+    }
+    ring_window_ = win;
+    log().info("rank {} reaches {} other rank(s) of its node through shared-memory rings of {} bytes", me, node_n - 1,
+               capacity);
+  }
+
+  static std::byte* line_aligned(void* p) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    return reinterpret_cast<std::byte*>((at + 63) / 64 * 64);
+  }
+
   static std::size_t page_bytes() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
   // The first page boundary at or after p: where the segment starts in a part of the window (the
   // same in every process' mapping of it, since mappings keep offsets within pages).
@@ -480,6 +601,7 @@ class mpi_transport final : public transport {
   }
 
   bool owns_mpi_ = false;
+  MPI_Win ring_window_ = MPI_WIN_NULL;
   MPI_Win window_ = MPI_WIN_NULL;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   std::unique_ptr<private_memory> private_;

@@ -21,10 +21,11 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {
-    "ranks",         "workers", "transport",   "stack",           "agg-bytes",   "agg-age-us",        "large-bytes",
-    "queue-buffers", "chaos",   "log",         "idle-poll-us",    "event-graph", "hang-report-s",     "steal",
-    "steal-batch",   "segment", "global-heap", "shared-segments", "gas-cache",   "gas-cache-entries", "tag-checks"};
+const char* const all_names[] = {"ranks",        "workers",     "transport",       "stack",     "agg-bytes",
+                                 "agg-age-us",   "large-bytes", "queue-buffers",   "chaos",     "log",
+                                 "idle-poll-us", "event-graph", "hang-report-s",   "steal",     "steal-batch",
+                                 "segment",      "global-heap", "shared-segments", "gas-cache", "gas-cache-entries",
+                                 "tag-checks",   "node-ring"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -72,6 +73,7 @@ TEST_F(Options, NoFlagsGiveDefaults) {
   EXPECT_EQ(o.cfg.agg_age_us, d.agg_age_us);
   EXPECT_EQ(o.cfg.large_bytes, d.large_bytes);
   EXPECT_EQ(o.cfg.queue_buffers, d.queue_buffers);
+  EXPECT_EQ(o.cfg.node_ring_bytes, std::size_t{1} << 20);
   EXPECT_EQ(o.cfg.chaos, d.chaos);
   EXPECT_EQ(o.cfg.log, d.log);
   EXPECT_EQ(o.cfg.idle_poll_us, d.idle_poll_us);
@@ -135,6 +137,7 @@ TEST_F(Options, ParsesEveryValue) {
          "--rill:agg-age-us=750",
          "--rill:large-bytes=1M",
          "--rill:queue-buffers=17",
+         "--rill:node-ring=4100",
          "--rill:chaos=18446744073709551615",
          "--rill:log=debug",
          "--rill:idle-poll-us=0"};
@@ -149,6 +152,7 @@ TEST_F(Options, ParsesEveryValue) {
   EXPECT_EQ(o.cfg.agg_age_us, 750u);
   EXPECT_EQ(o.cfg.large_bytes, 1024u * 1024);
   EXPECT_EQ(o.cfg.queue_buffers, 17);
+  EXPECT_EQ(o.cfg.node_ring_bytes, 4160u);  // rounded up to whole cache lines
   EXPECT_EQ(o.cfg.chaos, 18446744073709551615ull);
   EXPECT_EQ(o.cfg.log, "debug");
   EXPECT_EQ(o.cfg.idle_poll_us, 0u);
@@ -216,6 +220,7 @@ TEST_F(Options, MalformedNumbersThrow) {
   expect_usage_error("--rill:workers=-1", "workers");
   expect_usage_error("--rill:agg-age-us=-5", "agg-age-us");
   expect_usage_error("--rill:queue-buffers=0", "queue-buffers");
+  expect_usage_error("--rill:node-ring=100", "node-ring");  // neither 0 (off) nor room for a ring
   expect_usage_error("--rill:chaos=18446744073709551616", "chaos");
   expect_usage_error("--rill:idle-poll-us=many", "idle-poll-us");
   expect_usage_error("--rill:stack=12Q", "stack");
