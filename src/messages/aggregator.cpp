@@ -16,12 +16,13 @@ thread_local int pending_large_dest = -1;
 constexpr std::size_t small_copy_bytes = 512;
 }  // namespace
 
-aggregator::aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit)
+aggregator::aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit, send_copy_fn send_copy)
     : self_(self),
       threshold_(cfg.agg_bytes),
       large_(cfg.large_bytes),
       age_ns_(cfg.agg_age_us * 1000),
       submit_(std::move(submit)),
+      send_copy_(std::move(send_copy)),
       queues_(new queue[static_cast<std::size_t>(ranks)]),
       ranks_(ranks) {}
 
@@ -39,9 +40,7 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     const std::size_t need = wire::message_header_bytes(bytes) + bytes;
     if (q.used > wire::buffer_header_bytes && q.used + need > threshold_) {
       // This message would overfill the buffer: send what is there first.
-      buffer full = take_locked(q);
-      q.lock.unlock();
-      submit_(dest, std::move(full));
+      leave_locked(q, dest);
       continue;
     }
     if (q.used <= wire::buffer_header_bytes) {
@@ -73,12 +72,23 @@ void aggregator::commit(int dest) {
   }
   queue& q = queues_[static_cast<std::size_t>(dest)];
   if (q.used >= threshold_) {
-    buffer full = take_locked(q);
-    q.lock.unlock();
-    submit_(dest, std::move(full));
+    leave_locked(q, dest);
     return;
   }
   q.lock.unlock();
+}
+
+void aggregator::leave_locked(queue& q, int dest) {
+  if (send_copy_ && send_copy_(dest, std::span<const std::byte>(q.buf.data(), q.used))) {
+    q.nonempty.store(false, std::memory_order_release);
+    buffered_.fetch_sub(1, std::memory_order_acq_rel);
+    q.used = 0;
+    q.lock.unlock();
+    return;
+  }
+  buffer full = take_locked(q);
+  q.lock.unlock();
+  submit_(dest, std::move(full));
 }
 
 buffer aggregator::take_locked(queue& q) {
@@ -105,9 +115,7 @@ void aggregator::flush(int dest) {
     q.lock.unlock();
     return;
   }
-  buffer full = take_locked(q);
-  q.lock.unlock();
-  submit_(dest, std::move(full));
+  leave_locked(q, dest);
 }
 
 void aggregator::flush_all() {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "common/spinlock.hpp"
@@ -23,7 +24,10 @@ class aggregator {
  public:
   // submit(dest, buffer) hands a finished buffer to the transport (applying back-pressure).
   using submit_fn = std::function<void(int, buffer&&)>;
-  aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit);
+  // send_copy(dest, bytes) sends a copy of a finished buffer's bytes at once if the transport can
+  // (endpoint::try_send_copy); then the aggregator keeps its buffer and no new one is made.
+  using send_copy_fn = std::function<bool(int, std::span<const std::byte>)>;
+  aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit, send_copy_fn send_copy = {});
 
   // Reserves room for one message to `dest` and returns where its payload goes; the destination
   // stays locked until commit(dest). `id` may carry the control bit.
@@ -46,12 +50,15 @@ class aggregator {
     std::atomic<bool> nonempty{false};
   };
   buffer take_locked(queue& q);
+  // Sends q's buffer to dest and unlocks q.
+  void leave_locked(queue& q, int dest);
 
   const int self_;
   const std::size_t threshold_;
   const std::size_t large_;
   const std::uint64_t age_ns_;
   submit_fn submit_;
+  send_copy_fn send_copy_;
   std::unique_ptr<queue[]> queues_;
   const int ranks_;
   std::atomic<int> buffered_{0};  // destinations whose buffer holds messages

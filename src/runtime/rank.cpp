@@ -51,7 +51,9 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
     : ep_(ep),
       id_(ep.rank()),
       size_(ep.size()),
-      agg_(id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); }),
+      agg_(
+          id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); },
+          [this](int dest, std::span<const std::byte> bytes) { return transmit_copy(dest, bytes); }),
       pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_poll_us),
       received_(static_cast<std::size_t>(cfg.workers)),
       term_(*this),
@@ -81,6 +83,15 @@ void rank_state::transmit(int dest, buffer b) {
     worker_counters::bump(w->counters().buffers_sent);
     worker_counters::bump(w->counters().bytes_sent, bytes);
   }
+}
+
+bool rank_state::transmit_copy(int dest, std::span<const std::byte> bytes) {
+  if (!ep_.try_send_copy(dest, bytes)) return false;
+  if (worker* w = current_worker()) {
+    worker_counters::bump(w->counters().buffers_sent);
+    worker_counters::bump(w->counters().bytes_sent, bytes.size());
+  }
+  return true;
 }
 
 bool rank_state::progress(worker& w) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include <deque>
+#include <span>
 #include <vector>
 #include "events/event_table.hpp"
 #include "global/gas_table.hpp"
@@ -97,6 +98,8 @@ class rank_state final : public rank_services {
 
   // Hands a buffer to the endpoint, waiting (yielding inside a task) while the destination is full.
   void transmit(int dest, buffer b);
+  // Sends a copy of `bytes` at once if the transport can (a node ring); false otherwise.
+  bool transmit_copy(int dest, std::span<const std::byte> bytes);
   // A recycled buffer of at least `bytes` capacity from the endpoint, or an empty one.
   buffer spare_buffer(std::size_t bytes) { return ep_.spare(bytes); }
 

@@ -10,8 +10,8 @@
 // matched receive, a re-post and request bookkeeping on top of the copy, about 0.5 us per hop
 // here; through the ring it is a copy and a release store, and the receiver sees it with one load.
 //
-// The caller serialises producers (one try_write at a time) and consumers (one read at a time).
-// The memory must read as zeroes before either side starts.
+// The caller serialises producers (one try_write at a time, through one byte_ring object) and
+// consumers (likewise). The memory must read as zeroes before either side starts.
 #pragma once
 
 #include <atomic>
@@ -42,7 +42,7 @@ class byte_ring {
   // Producer: appends a record holding `payload` (at most max_payload() bytes). False when the
   // ring has no room for it now.
   bool try_write(std::span<const std::byte> payload) {
-    const std::uint64_t w = *written_;  // only this side writes it
+    const std::uint64_t w = written_here_;
     const std::size_t at = w % capacity_;
     const std::size_t size = record_size(payload.size());
     const std::size_t skip = at + size > capacity_ ? capacity_ - at : 0;
@@ -59,7 +59,8 @@ class byte_ring {
     head = payload.size();
     std::memcpy(data_ + start, &head, record_header);
     if (!payload.empty()) std::memcpy(data_ + start + record_header, payload.data(), payload.size());
-    store(written_, w + skip + size);  // publishes the record
+    written_here_ = w + skip + size;
+    store(written_, written_here_);  // publishes the record
     return true;
   }
 
@@ -71,7 +72,7 @@ class byte_ring {
   // during the call only), then frees their space. Returns how many it read.
   template <class F>
   std::size_t read(F&& f, std::size_t max) {
-    std::uint64_t r = *read_;  // only this side writes it
+    std::uint64_t r = read_here_;
     const std::uint64_t w = load(written_);
     std::size_t n = 0;
     while (r != w && n < max) {
@@ -86,7 +87,10 @@ class byte_ring {
       r += record_size(static_cast<std::size_t>(head));
       ++n;
     }
-    store(read_, r);
+    if (r != read_here_) {
+      read_here_ = r;
+      store(read_, r);
+    }
     return n;
   }
 
@@ -105,7 +109,11 @@ class byte_ring {
   std::uint64_t* read_;     // total bytes the consumer has freed
   std::byte* data_;
   std::size_t capacity_;
-  std::uint64_t read_seen_ = 0;  // producer: the consumer's count when last loaded
+  // Each side's own count, also kept here: reading it from the shared line would fetch that line
+  // back from the other side's cache, which polls it (a cache miss per message).
+  std::uint64_t written_here_ = 0;  // producer
+  std::uint64_t read_here_ = 0;     // consumer
+  std::uint64_t read_seen_ = 0;     // producer: the consumer's count when last loaded
 };
 
 }  // namespace rill::detail

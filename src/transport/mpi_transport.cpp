@@ -89,15 +89,9 @@ class mpi_endpoint final : public endpoint {
       b.clear();
       return true;
     }
-    if (!out_rings_.empty()) {
-      if (out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get(); r && b.size() <= r->limit) {
-        std::lock_guard g(r->lock);
-        if (r->ring.try_write(b)) {
-          b.clear();
-          return true;
-        }
-        // The ring is full: this buffer goes through MPI (delivery order is not promised).
-      }
+    if (try_send_copy(dest, b)) {
+      b.clear();
+      return true;
     }
     std::lock_guard g(lock_);
     if (in_flight_to_[static_cast<std::size_t>(dest)] >= queue_limit_) {
@@ -116,6 +110,14 @@ class mpi_endpoint final : public endpoint {
     return true;
   }
 
+  bool try_send_copy(int dest, std::span<const std::byte> bytes) override {
+    if (out_rings_.empty()) return false;
+    out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get();
+    if (!r || bytes.size() > r->limit) return false;
+    std::lock_guard g(r->lock);
+    return r->ring.try_write(bytes);  // when full, the buffer goes through MPI (order is not promised)
+  }
+
   std::size_t poll(std::vector<incoming>& out, std::size_t max) override {
     std::size_t n = 0;
     if (has_self_.load(std::memory_order_acquire)) {
@@ -127,7 +129,9 @@ class mpi_endpoint final : public endpoint {
       }
       has_self_.store(!self_.empty(), std::memory_order_release);
     }
-    if (!in_rings_.empty() && !ring_reader_.test_and_set(std::memory_order_acquire)) {
+    // Look before taking the reader's flag: an atomic exchange on every idle poll costs more
+    // than the loads.
+    if (rings_have_data() && !ring_reader_.test_and_set(std::memory_order_acquire)) {
       for (auto& in : in_rings_) {
         if (n >= max) break;
         n += in->ring.read(
@@ -140,7 +144,8 @@ class mpi_endpoint final : public endpoint {
     }
     // Every MPI call costs a run of its progress engine: when the rings reach every rank, MPI
     // (large buffers, overflow) is polled on every fourth poll only.
-    if (all_on_node_ && mpi_turn_.fetch_add(1, std::memory_order_relaxed) % 4 != 0) return n;
+    thread_local unsigned mpi_turn = 0;  // per thread: a shared counter would be a shared line
+    if (all_on_node_ && ++mpi_turn % 4 != 0) return n;
     std::unique_lock g(lock_, std::try_to_lock);
     if (!g.owns_lock()) return n;  // another worker is polling
     ++polls_;
@@ -229,8 +234,8 @@ class mpi_endpoint final : public endpoint {
   }
 
   bool needs_polling() const override { return true; }
-  bool has_input() const override {
-    if (has_self_.load(std::memory_order_seq_cst)) return true;
+  bool has_input() const override { return has_self_.load(std::memory_order_seq_cst) || rings_have_data(); }
+  bool rings_have_data() const {
     for (const auto& in : in_rings_)
       if (in->ring.has_data()) return true;
     return false;
@@ -368,7 +373,6 @@ class mpi_endpoint final : public endpoint {
   std::vector<std::unique_ptr<in_ring>> in_rings_;
   std::atomic_flag ring_reader_ = ATOMIC_FLAG_INIT;  // held by the worker reading the rings
   bool all_on_node_ = false;
-  std::atomic<unsigned> mpi_turn_{0};
   std::mutex self_lock_;
   std::deque<incoming> self_;
   std::atomic<bool> has_self_{false};  // self_ may be non-empty (saves the lock on every poll)

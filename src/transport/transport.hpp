@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ class endpoint {
   // Hands `b` to the network. Returns false, leaving `b` untouched, when `dest` already has as many
   // buffers in flight as the queue allows: the caller applies back-pressure and tries again.
   virtual bool try_send(int dest, buffer& b) = 0;
+  // Sends a copy of `bytes` at once when this endpoint can do that without owning a buffer (a
+  // shared-memory ring to `dest`); false, having sent nothing, otherwise: then the caller hands
+  // over a buffer with try_send. Saves a sender that keeps its buffer an allocation and a copy.
+  virtual bool try_send_copy(int dest, std::span<const std::byte> bytes) {
+    (void)dest;
+    (void)bytes;
+    return false;
+  }
   // Moves up to `max` received buffers into `out`; completes finished sends. Never blocks.
   virtual std::size_t poll(std::vector<incoming>& out, std::size_t max) = 0;
   // True when received data may be waiting that only poll() will notice (MPI, chaos holding

@@ -403,3 +403,60 @@ TEST(Aggregator, ConcurrentSendersEveryMessageArrivesOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// A transport that can send copies (a shared-memory ring): accepts them while `accept` is set.
+struct copy_recorder {
+  bool accept = true;
+  std::vector<sent> copies;
+  aggregator::send_copy_fn fn() {
+    return [this](int dest, std::span<const std::byte> bytes) {
+      if (!accept) return false;
+      copies.push_back({dest, buffer(bytes.begin(), bytes.end())});
+      return true;
+    };
+  }
+};
+
+TEST(Aggregator, BuffersLeaveAsCopiesWhenTheTransportTakesThem) {
+  recorder rec;
+  copy_recorder copies;
+  aggregator agg(0, 3, make_cfg(4096, 16384), rec.fn(), copies.fn());
+  send(agg, 2, 5, payload_for(1, 40));
+  send(agg, 2, 5, payload_for(2, 40));
+  agg.flush(2);
+  EXPECT_EQ(rec.size(), 0u);  // no buffer was handed over
+  ASSERT_EQ(copies.copies.size(), 1u);
+  EXPECT_EQ(copies.copies[0].dest, 2);
+  auto msgs = decode(copies.copies[0].bytes, 0);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_TRUE(msgs[0].payload == payload_for(1, 40));
+  EXPECT_TRUE(msgs[1].payload == payload_for(2, 40));
+  EXPECT_FALSE(agg.any_buffered());
+  // The kept buffer starts afresh: the next message travels alone.
+  send(agg, 2, 6, payload_for(3, 8));
+  agg.flush(2);
+  ASSERT_EQ(copies.copies.size(), 2u);
+  auto next = decode(copies.copies[1].bytes, 0);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].id, 6);
+  EXPECT_TRUE(next[0].payload == payload_for(3, 8));
+}
+
+TEST(Aggregator, ARefusedCopyLeavesAsABuffer) {
+  recorder rec;
+  copy_recorder copies;
+  copies.accept = false;  // the ring is full
+  aggregator agg(0, 2, make_cfg(4096, 16384), rec.fn(), copies.fn());
+  send(agg, 1, 5, payload_for(7, 40));
+  agg.flush(1);
+  EXPECT_TRUE(copies.copies.empty());
+  ASSERT_EQ(rec.size(), 1u);
+  auto msgs = decode(rec.buffers[0].bytes, 0);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_TRUE(msgs[0].payload == payload_for(7, 40));
+  EXPECT_FALSE(agg.any_buffered());
+}
+
+}  // namespace
