@@ -203,7 +203,8 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   if (!s)
     throw misuse_error(fmt::format("rill: trigger of an event in slot {} that rank {} never created", index, me_));
   event_waiter* waiters;
-  std::vector<int> subscribers;
+  int first = -1;                // the first rank to notify
+  std::vector<int> subscribers;  // the others (rarely any)
   std::vector<poison_wire> wire;
   bool reuse = false;
   bool pinned;
@@ -226,16 +227,23 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
       s->triggered = true;
       if (cause) s->more().poisoned.push_back({gen, cause});
       waiters = std::exchange(s->waiters, nullptr);
+      first = std::exchange(s->subscriber, -1);
       if (s->extra) subscribers.swap(s->extra->subscribers);
       if (from >= 0) {
         // The triggering rank woke its own waiters; it hears back only if it asked to.
+        if (first == from) first = -1;
         std::erase(subscribers, from);
-        if (notify_from) subscribers.push_back(from);
+        if (notify_from) {
+          if (first < 0)
+            first = from;
+          else
+            subscribers.push_back(from);
+        }
       }
       reuse = s->poisoned().size() < max_poisoned_generations;
       s->retired = !reuse;
     }
-    if (!subscribers.empty() && !s->poisoned().empty()) wire = to_wire(s->poisoned());
+    if ((first >= 0 || !subscribers.empty()) && !s->poisoned().empty()) wire = to_wire(s->poisoned());
   }
   if (pinned) {
     created_.fetch_add(1, std::memory_order_relaxed);  // its next generation began, untriggered
@@ -252,8 +260,9 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   // that chases pointers through cold nodes, one per dependent).
   if (cause)
     for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
+  if (first >= 0) send_notify(first, index, gen, wire);
   for (int r : subscribers) send_notify(r, index, gen, wire);
-  notifications_sent_.fetch_add(subscribers.size(), std::memory_order_relaxed);
+  notifications_sent_.fetch_add(subscribers.size() + (first >= 0 ? 1 : 0), std::memory_order_relaxed);
   fire_waiters(waiters);
 }
 
@@ -437,7 +446,7 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
     } else {
       if (gen > s->gen) throw decode_error(fmt::format("subscription from rank {} to a future generation", from));
       if (gen == s->gen && !s->triggered) {
-        s->more().subscribers.push_back(from);
+        s->add_subscriber(from);
         return;
       }
       // Already triggered (the subscription crossed the trigger): answer at once.

@@ -87,10 +87,11 @@ class event_table {
   void on_notify(int owner, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned);
 
  private:
-  // What few slots need: remote subscribers, poisoned generations, a barrier's subscriptions.
+  // What few slots need: more than one remote subscriber, poisoned generations, a barrier's
+  // subscriptions.
   // Allocated on first use and kept with the slot (its vectors keep their capacity).
   struct slot_extra {
-    std::vector<int> subscribers;  // ranks to notify when `gen` triggers
+    std::vector<int> subscribers;  // further ranks to notify when `gen` triggers
     std::vector<poisoned_gen> poisoned;
     // Pinned slots only: subscribed ranks with the latest generation each asked for (>= gen).
     // Each is notified at every trigger until that generation has triggered, so a remote waiter
@@ -112,13 +113,22 @@ class event_table {
     event_waiter* waiters = nullptr;  // waiting for `gen` (pinned: for `gen` or later)
     std::atomic<std::uint64_t> op_gen{0};
     std::unique_ptr<slot_extra> extra;
+    // The first rank to notify when `gen` triggers (-1: none), kept here: most events have at most
+    // one remote subscriber, and a trigger should not touch two more cache lines to find it.
+    std::int32_t subscriber = -1;
 
     slot_extra& more() {
       if (!extra) extra = std::make_unique<slot_extra>();
       return *extra;
     }
     const std::vector<poisoned_gen>& poisoned() const { return extra ? extra->poisoned : no_poison; }
-    bool has_subscribers() const { return extra && !extra->subscribers.empty(); }
+    bool has_subscribers() const { return subscriber >= 0; }  // the first is always here
+    void add_subscriber(int rank) {
+      if (subscriber < 0)
+        subscriber = rank;
+      else
+        more().subscribers.push_back(rank);
+    }
     bool has_pinned_subscribers() const { return extra && !extra->pinned_subscribers.empty(); }
   };
   static const std::vector<poisoned_gen> no_poison;

@@ -275,8 +275,9 @@ std::string event_table::pending_report() {
       const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen);
       auto& entry = waited[e];
       if (entry.first.empty()) entry.first = what;
-      std::string ranks;
-      for (int r : s.extra->subscribers) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      std::string ranks = std::to_string(s.subscriber);
+      if (s.extra)
+        for (int r : s.extra->subscribers) ranks += ", " + std::to_string(r);
       entry.second.push_back("waiters on rank(s) " + ranks + " (subscribed)");
     }
     if (s.has_pinned_subscribers()) {
