@@ -44,6 +44,20 @@ int main(int argc, char** argv) {
     go.trigger();
     rill::merge(workers).wait();
 
+    // Readers: three tasks of rank 0 read the tally together (their grants trigger together).
+    std::uint64_t seen[3] = {};
+    std::vector<rill::event> reads;
+    for (std::uint64_t* out = seen; out != seen + 3; ++out) {
+      rill::event granted = r.acquire_shared();
+      rill::event done = rill::proc::here().spawn(
+          rill::after(granted), [out](rill::reservation res) { *out = res.payload<tally>()->updates; }, r);
+      r.release(done);
+      reads.push_back(done);
+    }
+    rill::merge(reads).wait();
+    if (seen[0] == seen[1] && seen[1] == seen[2])
+      std::printf("3 readers saw %llu updates\n", static_cast<unsigned long long>(seen[0]));
+
     r.acquire().wait();  // ownership and the tally come back to rank 0
     std::printf("%llu updates from %d ranks\n", static_cast<unsigned long long>(r.payload<tally>()->updates), n);
     r.release();

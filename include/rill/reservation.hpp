@@ -6,9 +6,9 @@
 //   r.release(done);                                                     // releases once `done` triggers
 //
 // acquire() returns the grant event: it triggers once the calling rank holds the reservation
-// (exclusively). release(after) gives it up once `after` has triggered; it never blocks. Acquire
-// and release on the same rank: the grant is to the rank, and release is checked against what the
-// rank holds. A chain of events must lead from the grant to its release, as in Realm.
+// (exclusively; acquire_shared() for readers, who share it on one rank). release(after) gives it up once `after` has
+// triggered; it never blocks. Acquire and release on the same rank: the grant is to the rank, and release is checked
+// against what the rank holds. A chain of events must lead from the grant to its release, as in Realm.
 //
 // The payload (up to 4 KiB) is a block of bytes that travels with ownership: payload<T>() is the
 // calling rank's copy, coherent while this rank holds the reservation.
@@ -48,6 +48,12 @@ class reservation {
   // that triggers when the rank holds it (poisoned, without acquiring, when `after` is poisoned or
   // the reservation was destroyed meanwhile). Never blocks.
   event acquire(event after = event::none()) const;
+  // The same for a reader: readers on the rank that owns the reservation hold it together (their
+  // grants trigger together), a writer (acquire) holds it alone. Readers on different ranks take
+  // turns, as ownership moves with the payload. A reader queued behind a writer, or behind another
+  // rank's request, waits for it; the readers queued right behind a reader are granted with it.
+  // Readers must not write the payload. Released with release(), like acquire.
+  event acquire_shared(event after = event::none()) const;
   // Releases the reservation held by the calling rank once `after` has triggered. Never blocks.
   // Throws rill::misuse_error when this rank has no acquire left to release.
   void release(event after = event::none()) const;

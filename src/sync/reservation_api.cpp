@@ -16,7 +16,13 @@ reservation reservation::create(std::size_t payload_bytes) {
   return table("rill::reservation::create").create(payload_bytes);
 }
 
-event reservation::acquire(event after) const { return table("rill::reservation::acquire").acquire(*this, after); }
+event reservation::acquire(event after) const {
+  return table("rill::reservation::acquire").acquire(*this, after, false);
+}
+
+event reservation::acquire_shared(event after) const {
+  return table("rill::reservation::acquire_shared").acquire(*this, after, true);
+}
 
 void reservation::release(event after) const { table("rill::reservation::release").release(*this, after); }
 

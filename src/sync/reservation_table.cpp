@@ -136,7 +136,7 @@ void* reservation_table::payload(reservation r) {
 
 // ---- the operations -----------------------------------------------------------------------------
 
-event reservation_table::acquire(reservation r, event after) {
+event reservation_table::acquire(reservation r, event after, bool shared) {
   record& rec = find(r, "rill::reservation::acquire", true);
   {
     std::lock_guard g(rec.m);
@@ -145,11 +145,11 @@ event reservation_table::acquire(reservation r, event after) {
   }
   const event grant = event_create();
   if (after.is_none()) {
-    do_acquire(r, rec, grant);
+    do_acquire(r, rec, grant, shared);
     return grant;
   }
   record* p = &rec;
-  when_triggered(after, [this, r, p, grant](const poison_ptr& cause) {
+  when_triggered(after, [this, r, p, grant, shared](const poison_ptr& cause) {
     if (cause) {
       // Poisoned precondition: no acquire; the release that follows pairs with this skip.
       {
@@ -159,12 +159,12 @@ event reservation_table::acquire(reservation r, event after) {
       event_poison(grant, cause);
       return;
     }
-    do_acquire(r, *p, grant);
+    do_acquire(r, *p, grant, shared);
   });
   return grant;
 }
 
-void reservation_table::do_acquire(reservation r, record& rec, event grant) {
+void reservation_table::do_acquire(reservation r, record& rec, event grant, bool shared) {
   outbox out;
   {
     std::lock_guard g(rec.m);
@@ -173,16 +173,22 @@ void reservation_table::do_acquire(reservation r, record& rec, event grant) {
       out.poisoned.push_back(grant);
       out.poison = destroyed_cause(r, me_);
     } else if (rec.owner) {
-      if (!rec.held) {
+      if (rec.holders == 0) {
         // Owner and free: no waiters can exist (hand_on would have served them).
-        rec.held = true;
+        rec.holders = 1;
+        rec.held_shared = shared;
         rec.streak = 0;
-        out.grant = grant;
+        out.grants.push_back(grant);
+      } else if (shared && rec.held_shared && rec.local.empty() && rec.remote.empty()) {
+        // Another reader joins the readers holding it; not past anyone waiting (so a writer, or
+        // another rank, is not starved by a stream of readers).
+        ++rec.holders;
+        out.grants.push_back(grant);
       } else {
-        rec.local.push_back(grant);
+        rec.local.push_back({grant, shared});
       }
     } else {
-      rec.local.push_back(grant);
+      rec.local.push_back({grant, shared});
       if (!rec.requested) {
         rec.requested = true;
         out.request_to = rec.hint;
@@ -232,15 +238,14 @@ bool reservation_table::do_release(reservation r, record& rec, bool poisoned) {
   outbox out;
   {
     std::lock_guard g(rec.m);
-    const bool holds = rec.owner && rec.held;
+    const bool holds = rec.owner && rec.holders > 0;
     if ((poisoned || !holds) && rec.skipped > 0) {
       // Pairs with an acquire that did not acquire (its precondition was poisoned).
       --rec.skipped;
       return true;
     }
     if (!holds) return false;
-    rec.held = false;
-    hand_on(r, rec, out);
+    if (--rec.holders == 0) hand_on(r, rec, out);  // the last reader (or the writer) is out
   }
   send(r, out);
   return true;
@@ -270,7 +275,7 @@ void reservation_table::do_destroy(reservation r, record& rec, int from) {
     }
     if (rec.owner) {
       rec.destroy_pending = true;
-      if (!rec.held) finish_destroy(rec);
+      if (rec.holders == 0) finish_destroy(rec);
     } else if (rec.requested) {
       rec.buffered_destroy = true;  // ownership is on its way here (invariant 3)
     } else {
@@ -285,11 +290,16 @@ void reservation_table::do_destroy(reservation r, record& rec, int from) {
 
 void reservation_table::hand_on(reservation r, record& rec, outbox& out) {
   if (!rec.local.empty() && (rec.remote.empty() || rec.streak < max_local_streak)) {
-    // Local waiters first: no transfer, and the payload is already here.
-    rec.held = true;
+    // Local waiters first: no transfer, and the payload is already here. A reader takes the
+    // readers queued right behind it along.
     rec.streak = rec.remote.empty() ? 0 : rec.streak + 1;
-    out.grant = rec.local.front();
-    rec.local.pop_front();
+    rec.held_shared = rec.local.front().shared;
+    rec.holders = 0;
+    do {
+      out.grants.push_back(rec.local.front().grant);
+      rec.local.pop_front();
+      ++rec.holders;
+    } while (rec.held_shared && !rec.local.empty() && rec.local.front().shared);
     return;
   }
   if (!rec.remote.empty()) {
@@ -308,13 +318,13 @@ void reservation_table::hand_on(reservation r, record& rec, outbox& out) {
     }
     out.transfer_destroy = rec.destroy_pending;
     rec.owner = false;
-    rec.held = false;
+    rec.holders = 0;
     rec.destroy_pending = false;
     rec.streak = 0;
     rec.hint = out.transfer_to;
     return;
   }
-  rec.held = false;
+  rec.holders = 0;
   rec.streak = 0;
   if (rec.destroy_pending) finish_destroy(rec);
   (void)r;
@@ -331,7 +341,7 @@ void reservation_table::poison_destroyed(reservation r, record& rec, outbox& out
   rec.destroyed = true;
   rec.requested = false;
   rec.skipped += rec.local.size();
-  out.poisoned.assign(rec.local.begin(), rec.local.end());
+  for (const auto& w : rec.local) out.poisoned.push_back(w.grant);
   out.poison = destroyed_cause(r, me_);
   rec.local.clear();
   out.tell_destroyed = std::move(rec.buffered);
@@ -350,7 +360,7 @@ void reservation_table::on_request(reservation r, int requester) {
     if (rec.destroyed) {
       out.tell_destroyed.push_back(requester);
     } else if (rec.owner) {
-      if (rec.held) {
+      if (rec.holders > 0) {
         rec.remote.push_back(requester);
       } else {
         rec.remote.push_back(requester);
@@ -401,7 +411,7 @@ void reservation_table::on_transfer(reservation r, int from, const std::vector<s
       fatal("rill::reservation::destroy: {} destroyed twice (a second destroy reached rank {})", name_of(r), me_);
     }
     rec.buffered_destroy = false;
-    rec.held = false;
+    rec.holders = 0;
     rec.streak = 0;
     hand_on(r, rec, out);
   }
@@ -441,10 +451,8 @@ void reservation_table::send(reservation r, outbox& out) {
   if (out.destroy_to >= 0) send_destroy(out.destroy_to, r, out.destroy_from);
   for (int to : out.tell_destroyed) send_destroyed(to, r);
   for (const event& e : out.poisoned) event_poison(e, out.poison);
-  if (!out.grant.is_none()) {
-    grants_.fetch_add(1, std::memory_order_relaxed);
-    event_trigger(out.grant);
-  }
+  grants_.fetch_add(out.grants.size(), std::memory_order_relaxed);
+  for (const event& g : out.grants) event_trigger(g);
 }
 
 reservation_counts reservation_table::counts() {

@@ -30,7 +30,8 @@ class reservation_table {
 
   // The public API, called on this rank.
   reservation create(std::size_t payload_bytes);
-  event acquire(reservation r, event after);
+  // shared: a reader's acquire (readers on the owning rank hold it together).
+  event acquire(reservation r, event after, bool shared);
   void release(reservation r, event after);
   void destroy(reservation r, event after);
   void* payload(reservation r);
@@ -50,7 +51,8 @@ class reservation_table {
     std::mutex m;
     int hint = 0;                   // the rank believed to own it: this rank when owner, else who it was given to
     bool owner = false;             // this rank owns it
-    bool held = false;              // owner: granted to one of this rank's acquires, not yet released
+    std::uint32_t holders = 0;      // owner: this rank's acquires granted and not yet released
+    bool held_shared = false;       // owner, holders > 0: they are readers
     bool requested = false;         // not owner: one request of this rank is on its way or queued at the owner
     bool destroy_pending = false;   // owner: destroy once nobody holds or waits
     bool destroyed = false;         // destroyed (this rank is the tombstone, or was told so)
@@ -61,15 +63,19 @@ class reservation_table {
     std::uint64_t skipped = 0;      // acquires of this rank that did not acquire (poisoned), unpaired
     std::uint32_t bytes = 0;
     std::unique_ptr<std::byte[]> payload;  // this rank's copy (operator new's alignment)
-    std::deque<event> local;               // grant events of this rank's acquires, in order
-    std::deque<int> remote;                // owner: ranks with a request, in arrival order
-    std::vector<int> buffered;             // requests that reached this rank while it awaited ownership
+    struct waiting {
+      event grant;
+      bool shared;
+    };
+    std::deque<waiting> local;  // this rank's acquires not yet granted, in order
+    std::deque<int> remote;     // owner: ranks with a request, in arrival order
+    std::vector<int> buffered;  // requests that reached this rank while it awaited ownership
   };
 
   // What a step decided under the record's lock, done after it is released (a send can suspend
   // the fiber, a trigger runs waiters that may come back here).
   struct outbox {
-    event grant;  // to trigger (none: nothing)
+    std::vector<event> grants;  // to trigger
     std::vector<event> poisoned;
     poison_ptr poison;
     int transfer_to = -1;
@@ -90,12 +96,13 @@ class reservation_table {
   record& find(reservation r, const char* what, bool from_api);
   void allocate_payload(record& rec, std::uint32_t bytes);
 
-  void do_acquire(reservation r, record& rec, event grant);
+  void do_acquire(reservation r, record& rec, event grant, bool shared);
   // Returns false when this rank does not hold r (and has no skipped acquire to pair with).
   bool do_release(reservation r, record& rec, bool poisoned);
   void do_destroy(reservation r, record& rec, int from);
-  // The owner's reservation is free: hand it to the next local waiter, else the first remote
-  // one (with the payload and the other remote waiters), else keep it idle or finish a destroy.
+  // The owner's reservation is free: hand it to the next local waiter (with the readers queued
+  // right behind a reader), else the first remote one (with the payload and the other remote
+  // waiters), else keep it idle or finish a destroy.
   void hand_on(reservation r, record& rec, outbox& out);
   void finish_destroy(record& rec);
   void send(reservation r, outbox& out);

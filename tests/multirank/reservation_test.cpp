@@ -118,6 +118,77 @@ TEST_P(reservations, mutual_exclusion_under_contention_from_every_rank) {
       0);
 }
 
+// Per reservation index: readers of this process inside (all ranks under local, this rank's under mpi).
+std::array<std::atomic<int>, 64> readers_inside{};
+
+// A reader's section: no writer inside, and the payload stays as it is while the reader yields.
+void read_section(rill::reservation r, int k) {
+  const counter* p = r.payload<counter>();
+  readers_inside[static_cast<std::size_t>(k)].fetch_add(1);
+  expect(inside[static_cast<std::size_t>(k)].load() == 0 && p->holder == 0, "a reader inside with a writer");
+  const std::uint64_t seen = p->count;
+  rill::yield();
+  expect(p->count == seen && p->holder == 0, "the payload changed under a reader");
+  readers_inside[static_cast<std::size_t>(k)].fetch_sub(1);
+}
+
+// A writer's section: critical(), with no reader inside either.
+void write_section(rill::reservation r, int k) {
+  expect(readers_inside[static_cast<std::size_t>(k)].load() == 0, "a writer inside with readers");
+  critical(r, k);
+  expect(readers_inside[static_cast<std::size_t>(k)].load() == 0, "a reader came in during a write");
+}
+
+TEST_P(reservations, readers_share_writers_exclude_from_every_rank) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          constexpr int chains = 16;
+                          constexpr int links = 40;
+                          const auto rs = reservations_of_every_rank(1, sizeof(counter));
+                          std::vector<rill::event> drivers;
+                          for (int rank = 0; rank < n; ++rank) {
+                            // Each rank's chains: a reader three times in four, else a writer.
+                            drivers.push_back(rill::proc(rank).spawn(
+                                [](std::vector<rill::reservation> all) {
+                                  std::uint64_t x =
+                                      0xC2B2AE3D27D4EB4Full * static_cast<std::uint64_t>(rill::rank_me() + 1);
+                                  std::vector<rill::event> ends;
+                                  for (int c = 0; c < chains; ++c) {
+                                    rill::event prev = rill::event::none();
+                                    for (int i = 0; i < links; ++i) {
+                                      x = x * 6364136223846793005ull + 1442695040888963407ull;
+                                      const int k = static_cast<int>((x >> 33) % all.size());
+                                      const rill::reservation r = all[static_cast<std::size_t>(k)];
+                                      const bool write = (x >> 20) % 4 == 0;
+                                      const rill::event granted = write ? r.acquire(prev) : r.acquire_shared(prev);
+                                      const rill::event done = rill::proc::here().spawn(
+                                          rill::after(granted), write ? write_section : read_section, r, k);
+                                      r.release(done);
+                                      prev = done;
+                                    }
+                                    ends.push_back(prev);
+                                  }
+                                  rill::merge(ends).wait();
+                                },
+                                rs));
+                          }
+                          rill::merge(drivers).wait();
+                          // The writes each rank made, recomputed here from the same random streams.
+                          std::uint64_t writes = 0;
+                          for (int rank = 0; rank < n; ++rank) {
+                            std::uint64_t x = 0xC2B2AE3D27D4EB4Full * static_cast<std::uint64_t>(rank + 1);
+                            for (int j = 0; j < chains * links; ++j) {
+                              x = x * 6364136223846793005ull + 1442695040888963407ull;
+                              writes += (x >> 20) % 4 == 0 ? 1 : 0;
+                            }
+                          }
+                          EXPECT_GT(writes, 0u);
+                          EXPECT_EQ(total_count(rs), writes);
+                        }),
+            0);
+}
+
 TEST_P(reservations, ownership_migrates_with_stale_owner_hints) {
   EXPECT_EQ(
       run_checked(GetParam(),

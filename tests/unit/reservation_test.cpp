@@ -63,6 +63,45 @@ TEST(Reservation, GrantsInTurnAndReleasesWhenTheirPreconditionTriggers) {
             0);
 }
 
+// Readers hold together, a writer alone; a reader queued behind a writer waits for it, and the
+// readers queued behind it are granted together when it releases.
+TEST(Reservation, ReadersShareAndAWriterWaitsForAllOfThem) {
+  EXPECT_EQ(run_on_one_rank(1,
+                            [] {
+                              rill::reservation r = rill::reservation::create();
+                              const rill::event a = r.acquire_shared();
+                              const rill::event b = r.acquire_shared();
+                              EXPECT_TRUE(a.has_triggered());
+                              EXPECT_TRUE(b.has_triggered());  // with a, not after it
+                              const rill::event w = r.acquire();
+                              const rill::event c = r.acquire_shared();
+                              const rill::event d = r.acquire_shared();
+                              EXPECT_FALSE(w.has_triggered());
+                              EXPECT_FALSE(c.has_triggered());  // not past the waiting writer
+                              r.release();                      // one reader out
+                              rill::yield();
+                              EXPECT_FALSE(w.has_triggered());
+                              r.release();  // the other
+                              w.wait();
+                              EXPECT_FALSE(c.has_triggered());
+                              const rill::event w2 = r.acquire();  // queued behind c and d
+                              r.release();                         // the writer
+                              c.wait();
+                              EXPECT_TRUE(d.has_triggered());  // granted with c
+                              EXPECT_FALSE(w2.has_triggered());
+                              r.release(c);
+                              r.release(d);
+                              w2.wait();
+                              r.release();
+                              EXPECT_TRUE(r.acquire_shared().has_triggered());
+                              r.release();
+                              EXPECT_TRUE(r.acquire().has_triggered());
+                              r.release();
+                              return 0;
+                            }),
+            0);
+}
+
 // Chains acquire → critical section (a task that increments the payload non-atomically, with a
 // yield in the middle) → release, all on one rank with two workers.
 TEST(Reservation, ManyChainsExcludeEachOther) {
