@@ -78,46 +78,6 @@ std::uint64_t total_count(const std::vector<rill::reservation>& rs) {
   return total;
 }
 
-TEST_P(reservations, mutual_exclusion_under_contention_from_every_rank) {
-  EXPECT_EQ(
-      run_checked(GetParam(),
-                  [] {
-                    const int n = rill::rank_n();
-                    constexpr int per_rank = 2;
-                    constexpr int chains = 16;
-                    constexpr int links = 40;
-                    const auto rs = reservations_of_every_rank(per_rank, sizeof(counter));
-                    std::vector<rill::event> drivers;
-                    for (int rank = 0; rank < n; ++rank) {
-                      // Each rank builds its chains itself: acquire a random reservation
-                      // after the previous link, run the critical section there, release.
-                      drivers.push_back(rill::proc(rank).spawn(
-                          [](std::vector<rill::reservation> all) {
-                            std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rill::rank_me() + 1);
-                            std::vector<rill::event> ends;
-                            for (int c = 0; c < chains; ++c) {
-                              rill::event prev = rill::event::none();
-                              for (int i = 0; i < links; ++i) {
-                                x = x * 6364136223846793005ull + 1442695040888963407ull;
-                                const int k = static_cast<int>((x >> 33) % all.size());
-                                const rill::reservation r = all[static_cast<std::size_t>(k)];
-                                const rill::event granted = r.acquire(prev);
-                                const rill::event done = rill::proc::here().spawn(rill::after(granted), critical, r, k);
-                                r.release(done);
-                                prev = done;
-                              }
-                              ends.push_back(prev);
-                            }
-                            rill::merge(ends).wait();
-                          },
-                          rs));
-                    }
-                    rill::merge(drivers).wait();
-                    EXPECT_EQ(total_count(rs), static_cast<std::uint64_t>(n) * chains * links);
-                  }),
-      0);
-}
-
 // Per reservation index: readers of this process inside (all ranks under local, this rank's under mpi).
 std::array<std::atomic<int>, 64> readers_inside{};
 
@@ -139,50 +99,69 @@ void write_section(rill::reservation r, int k) {
   expect(readers_inside[static_cast<std::size_t>(k)].load() == 0, "a reader came in during a write");
 }
 
+constexpr int chains = 16;
+constexpr int links = 40;
+
+// One step of a rank's random stream (seeded with the test's seed and the rank).
+std::uint64_t next_random(std::uint64_t& x) { return x = x * 6364136223846793005ull + 1442695040888963407ull; }
+std::uint64_t stream_of(std::uint64_t seed, int rank) { return seed * static_cast<std::uint64_t>(rank + 1); }
+// Whether a link of the stream is a writer's: all of them, or one in four when readers take part.
+bool writes(std::uint64_t x, bool with_readers) { return !with_readers || (x >> 20) % 4 == 0; }
+
+// On the calling rank: `chains` chains of `links` links; each link picks a reservation (and, with
+// readers, a reader or a writer) from the rank's stream, acquires it after the previous link,
+// runs the section there and releases.
+void chains_here(std::vector<rill::reservation> all, std::uint64_t seed, bool with_readers) {
+  std::uint64_t x = stream_of(seed, rill::rank_me());
+  std::vector<rill::event> ends;
+  for (int c = 0; c < chains; ++c) {
+    rill::event prev = rill::event::none();
+    for (int i = 0; i < links; ++i) {
+      next_random(x);
+      const int k = static_cast<int>((x >> 33) % all.size());
+      const rill::reservation r = all[static_cast<std::size_t>(k)];
+      const bool write = writes(x, with_readers);
+      const rill::event granted = write ? r.acquire(prev) : r.acquire_shared(prev);
+      const rill::event done =
+          rill::proc::here().spawn(rill::after(granted), write ? write_section : read_section, r, k);
+      r.release(done);
+      prev = done;
+    }
+    ends.push_back(prev);
+  }
+  rill::merge(ends).wait();
+}
+
+// Runs chains_here on every rank; returns how many links of all ranks were writers.
+std::uint64_t chains_on_every_rank(const std::vector<rill::reservation>& rs, std::uint64_t seed, bool with_readers) {
+  std::vector<rill::event> drivers;
+  std::uint64_t total = 0;
+  for (int rank = 0; rank < rill::rank_n(); ++rank) {
+    drivers.push_back(rill::proc(rank).spawn(chains_here, rs, seed, with_readers));
+    std::uint64_t x = stream_of(seed, rank);
+    for (int j = 0; j < chains * links; ++j) total += writes(next_random(x), with_readers) ? 1 : 0;
+  }
+  rill::merge(drivers).wait();
+  return total;
+}
+
+TEST_P(reservations, mutual_exclusion_under_contention_from_every_rank) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const auto rs = reservations_of_every_rank(2, sizeof(counter));
+                          const std::uint64_t writes = chains_on_every_rank(rs, 0x9E3779B97F4A7C15ull, false);
+                          EXPECT_EQ(writes, static_cast<std::uint64_t>(rill::rank_n()) * chains * links);
+                          EXPECT_EQ(total_count(rs), writes);
+                        }),
+            0);
+}
+
+// Readers (three links in four) and writers from every rank on one reservation per rank.
 TEST_P(reservations, readers_share_writers_exclude_from_every_rank) {
   EXPECT_EQ(run_checked(GetParam(),
                         [] {
-                          const int n = rill::rank_n();
-                          constexpr int chains = 16;
-                          constexpr int links = 40;
                           const auto rs = reservations_of_every_rank(1, sizeof(counter));
-                          std::vector<rill::event> drivers;
-                          for (int rank = 0; rank < n; ++rank) {
-                            // Each rank's chains: a reader three times in four, else a writer.
-                            drivers.push_back(rill::proc(rank).spawn(
-                                [](std::vector<rill::reservation> all) {
-                                  std::uint64_t x =
-                                      0xC2B2AE3D27D4EB4Full * static_cast<std::uint64_t>(rill::rank_me() + 1);
-                                  std::vector<rill::event> ends;
-                                  for (int c = 0; c < chains; ++c) {
-                                    rill::event prev = rill::event::none();
-                                    for (int i = 0; i < links; ++i) {
-                                      x = x * 6364136223846793005ull + 1442695040888963407ull;
-                                      const int k = static_cast<int>((x >> 33) % all.size());
-                                      const rill::reservation r = all[static_cast<std::size_t>(k)];
-                                      const bool write = (x >> 20) % 4 == 0;
-                                      const rill::event granted = write ? r.acquire(prev) : r.acquire_shared(prev);
-                                      const rill::event done = rill::proc::here().spawn(
-                                          rill::after(granted), write ? write_section : read_section, r, k);
-                                      r.release(done);
-                                      prev = done;
-                                    }
-                                    ends.push_back(prev);
-                                  }
-                                  rill::merge(ends).wait();
-                                },
-                                rs));
-                          }
-                          rill::merge(drivers).wait();
-                          // The writes each rank made, recomputed here from the same random streams.
-                          std::uint64_t writes = 0;
-                          for (int rank = 0; rank < n; ++rank) {
-                            std::uint64_t x = 0xC2B2AE3D27D4EB4Full * static_cast<std::uint64_t>(rank + 1);
-                            for (int j = 0; j < chains * links; ++j) {
-                              x = x * 6364136223846793005ull + 1442695040888963407ull;
-                              writes += (x >> 20) % 4 == 0 ? 1 : 0;
-                            }
-                          }
+                          const std::uint64_t writes = chains_on_every_rank(rs, 0xC2B2AE3D27D4EB4Full, true);
                           EXPECT_GT(writes, 0u);
                           EXPECT_EQ(total_count(rs), writes);
                         }),
