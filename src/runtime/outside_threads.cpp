@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <semaphore>
+#include <utility>
 
 #include "rill/detail/task_record.hpp"
 #include "rill/error.hpp"
@@ -76,7 +77,11 @@ void run_outside_call(int rank, const char* what, const std::function<void()>& f
       throw misuse_error(fmt::format("{} called from a thread outside Rill, but the runtime stopped first", what));
     }
   }
-  if (call->error) std::rethrow_exception(call->error);
+  // Take the error out of the shared call: the serving task may drop its reference to `call`
+  // after ours, and the exception object must then not be released on its thread while this
+  // thread still reads it (its reference count lives in libstdc++, which ThreadSanitizer does
+  // not see).
+  if (std::exception_ptr error = std::exchange(call->error, nullptr)) std::rethrow_exception(error);
 }
 
 }  // namespace rill::detail
