@@ -1,7 +1,8 @@
 // The Rill version of a Task Bench graph, SPMD: every rank owns a block of points and starts its
 // own tasks; nothing is launched centrally. A task's output goes to each dependent: into the
 // dependent's input slot directly when the dependent's point is on the same rank, as one active
-// message (rill::am::send) to the owner otherwise. Each (step, point) has an arrival counter; the
+// message (rill::am::send) to the owner otherwise. The tasks without inputs start as one parallel
+// loop (rill::forasync). Each (step, point) has an arrival counter; the
 // arrival that completes it spawns the task (rill::spawn) — except that a task whose own output
 // completes a dependent on its rank runs that dependent itself next instead of spawning it (the
 // first such dependent; TBB calls this scheduler bypass; it yields every yield_every steps so the
@@ -20,6 +21,8 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "rill/rill.hpp"
 #include "task_bench/graph.hpp"
@@ -30,6 +33,8 @@ namespace task_bench::rill_version {
 inline constexpr int max_ranks = 256;
 // A chain of dependents run one after the other (run_next) yields its worker every this many steps.
 inline constexpr long yield_every = 8;
+// A tile of the sources' loop yields every this many sources (tasks of trivial are short).
+inline constexpr long yield_every_sources = 64;
 
 struct input_slot {
   std::atomic<int> arrived{0};
@@ -240,25 +245,36 @@ inline result run_graph(const edge_table& table, long iterations, collective& sy
   s->slots = std::make_unique<input_slot[]>(static_cast<std::size_t>(g.steps * std::max(1L, last - first)));
   current_run[static_cast<std::size_t>(me)].store(s.get(), std::memory_order_release);
 
-  sync.step({});  // every rank has its run state: messages of this run find it
-  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::pair<long, long>> sources;  // (step, point) of the tasks without inputs
   for (long t = 0; t < g.steps; ++t)
     for (long p = first; p < std::min(last, g.width_at(t)); ++p)
-      if (table.at(t, p).n_in == 0) {
-        run_state* sp = s.get();
-        rill::spawn([sp, t, p] { execute(sp, t, p); });
-      }
+      if (table.at(t, p).n_in == 0) sources.emplace_back(t, p);
+
+  sync.step({});  // every rank has its run state: messages of this run find it
+  // The step's last notifications leave now, not when this worker next runs out of work.
+  rill::am::flush();
+  const auto t0 = std::chrono::steady_clock::now();
+  // The sources are a parallel loop (one tile per worker), not a spawn each: in a graph of
+  // independent tasks (trivial) a task then costs a loop iteration, as it does in the MPI version.
+  // A tile yields now and then, as a chain does: the other ranks' messages (the next phase's
+  // subscription, say) wait for this rank's worker.
+  run_state* sp = s.get();
+  rill::forasync(0, static_cast<std::int64_t>(sources.size()), [sp, &sources, n](std::int64_t i) {
+    const auto [t, p] = sources[static_cast<std::size_t>(i)];
+    execute(sp, t, p);
+    if (n > 1 && i % yield_every_sources == yield_every_sources - 1) rill::yield();
+  });
   s->done.wait();
+  sync.step({});  // every rank has run all its tasks (the MPI version's closing barrier)
+  const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   long errors = s->errors.load();
   for (long t = 0; t < g.steps; ++t)
     for (long p = first; p < std::min(last, g.width_at(t)); ++p)
       if (s->at(t, p).arrived.load(std::memory_order_relaxed) != table.at(t, p).n_in) ++errors;
   errors += stray_messages[static_cast<std::size_t>(me)].exchange(0);
-  const agreed end = sync.step({0, errors});  // every rank has run all its tasks
-  const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const agreed time = sync.step({me == 0 ? mine : 0.0, 0});
+  const agreed end = sync.step({me == 0 ? mine : 0.0, errors});
   current_run[static_cast<std::size_t>(me)].store(nullptr, std::memory_order_release);
-  return {time.seconds, end.errors};
+  return {end.seconds, end.errors};
 }
 
 }  // namespace task_bench::rill_version
