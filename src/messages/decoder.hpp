@@ -7,6 +7,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -21,11 +23,26 @@ struct decoded_message {
   std::size_t bytes;
 };
 
-// Calls visit(decoded_message) for each message, after validating the whole buffer first (so a
-// corrupt buffer runs no handler at all). Returns an error text, or nothing when the buffer is good.
-template <class Visit>
-std::optional<std::string> decode_buffer(std::span<const std::byte> buf, int source, std::size_t handler_count,
-                                         Visit&& visit) {
+// Reads the message that starts at `at` in a buffer that validate_buffer accepted, and moves `at`
+// past it. Unchecked: call it only as many times as the buffer's count says.
+inline decoded_message next_message(std::span<const std::byte> buf, std::size_t& at) {
+  const auto raw_id = wire::get<std::uint16_t>(buf.data() + at);
+  std::size_t len = wire::get<std::uint16_t>(buf.data() + at + 2);
+  at += 4;
+  if (len == wire::long_length) {
+    len = wire::get<std::uint32_t>(buf.data() + at);
+    at += 4;
+  }
+  const decoded_message m{static_cast<std::uint16_t>(raw_id & wire::max_handler_id), (raw_id & wire::control_bit) != 0,
+                          buf.data() + at, len};
+  at += len;
+  return m;
+}
+
+// Checks a whole buffer before any of its handlers runs (a corrupt buffer runs none): header,
+// every length and every handler id. Returns the number of messages, or an error text.
+inline std::variant<std::uint32_t, std::string> validate_buffer(std::span<const std::byte> buf, int source,
+                                                                std::size_t handler_count) {
   if (buf.size() < wire::buffer_header_bytes) {
     return fmt::format("truncated buffer from rank {}: {} bytes, header needs {}", source, buf.size(),
                        wire::buffer_header_bytes);
@@ -38,36 +55,43 @@ std::optional<std::string> decode_buffer(std::span<const std::byte> buf, int sou
     return fmt::format("buffer received from rank {} claims to come from rank {}", source, claimed);
   }
   const auto count = wire::get<std::uint32_t>(buf.data() + 8);
-  for (int pass = 0; pass < 2; ++pass) {
-    std::size_t at = wire::buffer_header_bytes;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      if (buf.size() - at < 4) {
-        return fmt::format("truncated message {} of {} from rank {}", i, count, source);
-      }
-      const auto raw_id = wire::get<std::uint16_t>(buf.data() + at);
-      std::size_t len = wire::get<std::uint16_t>(buf.data() + at + 2);
+  std::size_t at = wire::buffer_header_bytes;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (buf.size() - at < 4) return fmt::format("truncated message {} of {} from rank {}", i, count, source);
+    const auto raw_id = wire::get<std::uint16_t>(buf.data() + at);
+    std::size_t len = wire::get<std::uint16_t>(buf.data() + at + 2);
+    at += 4;
+    if (len == wire::long_length) {
+      if (buf.size() - at < 4) return fmt::format("truncated message {} of {} from rank {}", i, count, source);
+      len = wire::get<std::uint32_t>(buf.data() + at);
       at += 4;
-      if (len == wire::long_length) {
-        if (buf.size() - at < 4) return fmt::format("truncated message {} of {} from rank {}", i, count, source);
-        len = wire::get<std::uint32_t>(buf.data() + at);
-        at += 4;
-      }
-      const std::uint16_t id = raw_id & wire::max_handler_id;
-      if (id >= handler_count) {
-        return fmt::format("unknown handler id {} in message {} from rank {} (this binary has {} handlers)", id, i,
-                           source, handler_count);
-      }
-      if (len > buf.size() - at) {
-        return fmt::format("truncated message {} of {} from rank {}: payload of {} bytes, {} left", i, count, source,
-                           len, buf.size() - at);
-      }
-      if (pass == 1) visit(decoded_message{id, (raw_id & wire::control_bit) != 0, buf.data() + at, len});
-      at += len;
     }
-    if (at != buf.size()) {
-      return fmt::format("buffer from rank {} has {} bytes after its {} messages", source, buf.size() - at, count);
+    const std::uint16_t id = raw_id & wire::max_handler_id;
+    if (id >= handler_count) {
+      return fmt::format("unknown handler id {} in message {} from rank {} (this binary has {} handlers)", id, i,
+                         source, handler_count);
     }
+    if (len > buf.size() - at) {
+      return fmt::format("truncated message {} of {} from rank {}: payload of {} bytes, {} left", i, count, source, len,
+                         buf.size() - at);
+    }
+    at += len;
   }
+  if (at != buf.size()) {
+    return fmt::format("buffer from rank {} has {} bytes after its {} messages", source, buf.size() - at, count);
+  }
+  return count;
+}
+
+// Calls visit(decoded_message) for each message, after validating the whole buffer first (so a
+// corrupt buffer runs no handler at all). Returns an error text, or nothing when the buffer is good.
+template <class Visit>
+std::optional<std::string> decode_buffer(std::span<const std::byte> buf, int source, std::size_t handler_count,
+                                         Visit&& visit) {
+  auto checked = validate_buffer(buf, source, handler_count);
+  if (auto* error = std::get_if<std::string>(&checked)) return std::move(*error);
+  std::size_t at = wire::buffer_header_bytes;
+  for (std::uint32_t i = std::get<std::uint32_t>(checked); i > 0; --i) visit(next_message(buf, at));
   return std::nullopt;
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <span>
+#include <string>
+#include <variant>
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
@@ -35,7 +37,7 @@ std::shared_ptr<const void> pin_received_bytes() {
 std::shared_ptr<const void> rank_state::pin(received_buffer& rb) {
   if (!rb.pinned) {
     rank_state* self = this;
-    // The messages keep pointing into the bytes: moving a vector keeps its storage.
+    // rb.bytes keeps pointing into them: moving a vector keeps its storage.
     rb.pinned = std::shared_ptr<buffer>(new buffer(std::move(rb.in.bytes)), [self](buffer* b) {
       // Back to the endpoint's pool when the last view dies on one of this rank's workers (the
       // endpoint outlives them); a view kept elsewhere frees the bytes instead.
@@ -106,11 +108,11 @@ bool rank_state::progress(worker& w) {
     w.mark_active();
     auto& queue = received_[static_cast<std::size_t>(w.index())];
     for (auto& in : batch) {
-      queue.push_back(received_buffer{std::move(in), {}, 0, nullptr});
-      received_buffer& rb = queue.back();
-      auto error = decode_buffer(std::span<const std::byte>(rb.in.bytes), rb.in.source, handler_count(),
-                                 [&](const decoded_message& m) { rb.messages.push_back(m); });
-      if (error) fatal("rank {} received a bad buffer: {}", id_, *error);
+      const std::span<const std::byte> bytes(in.bytes);
+      auto checked = validate_buffer(bytes, in.source, handler_count());
+      if (auto* error = std::get_if<std::string>(&checked)) fatal("rank {} received a bad buffer: {}", id_, *error);
+      queue.push_back(
+          received_buffer{std::move(in), bytes, wire::buffer_header_bytes, std::get<std::uint32_t>(checked), nullptr});
     }
     run_received(w);
     did = true;
@@ -131,12 +133,13 @@ bool rank_state::run_received(worker& w) {
   bool ran = false;
   while (!queue.empty()) {
     received_buffer& rb = queue.front();
-    if (rb.next == rb.messages.size()) {
+    if (rb.left == 0) {
       ep_.recycle(std::move(rb.in.bytes));  // every handler has decoded its arguments
       queue.pop_front();
       continue;
     }
-    const decoded_message m = rb.messages[rb.next++];
+    --rb.left;
+    const decoded_message m = next_message(rb.bytes, rb.at);
     const int source = rb.in.source;
     ran = true;
     fiber_rec* fiber = w.current_fiber();

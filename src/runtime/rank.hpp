@@ -105,11 +105,13 @@ class rank_state final : public rank_services {
 
  private:
   // A received buffer whose messages are being run, in order, by one worker.
+  // Its messages are read one at a time as they run (the buffer was validated whole on arrival).
   struct received_buffer {
     incoming in;
-    std::vector<decoded_message> messages;
-    std::size_t next;
-    std::shared_ptr<buffer> pinned;  // the bytes, once a rill::view points into them
+    std::span<const std::byte> bytes;  // in.bytes' storage, which stays put when pinned moves it
+    std::size_t at;                    // where the next message starts
+    std::uint32_t left;                // messages not yet started
+    std::shared_ptr<buffer> pinned;    // the bytes, once a rill::view points into them
   };
   // Runs the handlers of the buffers this worker received; returns whether it ran any.
   bool run_received(worker& w);

@@ -136,7 +136,7 @@ class mpi_endpoint final : public endpoint {
         if (n >= max) break;
         n += in->ring.read(
             [&](std::span<const std::byte> p) {
-              out.push_back(incoming{in->source, buffer(p.begin(), p.end())});
+              out.push_back(incoming{in->source, small_copy(p)});
             },
             max - n);
       }
@@ -178,7 +178,7 @@ class mpi_endpoint final : public endpoint {
       // Copy out just the bytes that arrived and re-post the same buffer: cheaper than handing
       // the buffer up and allocating (and zero-filling) a new eager-sized one for every message.
       const auto* first = recv_bufs_[static_cast<std::size_t>(i)].data();
-      out.push_back(incoming{statuses_[k].MPI_SOURCE, buffer(first, first + count)});
+      out.push_back(incoming{statuses_[k].MPI_SOURCE, small_copy({first, static_cast<std::size_t>(count)})});
       ++n;
       post(i);
     }
@@ -211,9 +211,11 @@ class mpi_endpoint final : public endpoint {
   }
 
   void recycle(buffer&& b) override {
-    // Only buffers that large payloads need are worth keeping; small ones come from malloc's
-    // per-thread caches cheaply.
-    if (b.capacity() < spare_min_bytes_ || b.capacity() > spare_max_bytes) return;
+    if (b.capacity() < spare_min_bytes_) {
+      keep_small(std::move(b));
+      return;
+    }
+    if (b.capacity() > spare_max_bytes) return;
     std::lock_guard g(spare_lock_);
     if (spare_bytes_ + b.capacity() > max_spare_bytes) return;
     spare_bytes_ += b.capacity();
@@ -231,6 +233,29 @@ class mpi_endpoint final : public endpoint {
       return b;
     }
     return {};
+  }
+
+  // A copy of a received buffer below the large size, in a buffer the handlers of an earlier one
+  // gave back on this thread when there is one: a lone message would otherwise cost a malloc and
+  // a free around its handler. (The worker that reads the rings runs what it read, so the buffers
+  // come back to the thread that takes them.)
+  static buffer small_copy(std::span<const std::byte> bytes) {
+    auto& kept = small_spares();
+    buffer b;
+    if (!kept.empty()) {
+      b = std::move(kept.back());
+      kept.pop_back();
+    }
+    b.assign(bytes.begin(), bytes.end());
+    return b;
+  }
+  static void keep_small(buffer&& b) {
+    auto& kept = small_spares();
+    if (kept.size() < small_spares_per_thread) kept.push_back(std::move(b));
+  }
+  static std::vector<buffer>& small_spares() {
+    thread_local std::vector<buffer> kept;
+    return kept;
   }
 
   bool needs_polling() const override { return true; }
@@ -350,6 +375,7 @@ class mpi_endpoint final : public endpoint {
   // max_spare_bytes in all: enough for a full queue of 64 KiB payloads (each large receive that
   // finds no spare allocates and zero-fills its buffer).
   static constexpr std::size_t max_spare_bytes = std::size_t{8} << 20;
+  static constexpr std::size_t small_spares_per_thread = 16;
   static constexpr std::size_t spare_max_bytes = std::size_t{1} << 20;
   std::mutex spare_lock_;
   std::vector<buffer> spares_;
