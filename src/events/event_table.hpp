@@ -141,7 +141,7 @@ class event_table {
     event_waiter* waiters = nullptr;     // each waiting for w->gen > known
   };
   struct shard {
-    std::mutex m;
+    spinlock m;  // every section is a lookup and a few stores
     std::unordered_map<std::uint64_t, remote_slot> slots;
   };
 

@@ -65,7 +65,10 @@ class event_trace {
   // ---- the watchdog ----
   // Protocol activity the event table's own counters do not show (notifies, remote triggers,
   // subscriptions). Bumped on message paths only.
-  void note_progress() { progress_.fetch_add(1, std::memory_order_relaxed); }
+  // A load and a store, not an atomic add: the hang watch only asks whether the count moved, and
+  // two workers that race here still move it. (An add is a locked instruction on every
+  // protocol message.)
+  void note_progress() { progress_.store(progress_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   std::uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
   // Idle workers call this every time; true on every 32nd call of a thread (then check the clock).
   static bool hang_tick();
