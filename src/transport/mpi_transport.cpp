@@ -107,7 +107,20 @@ class mpi_endpoint final : public endpoint {
                     &send_reqs_.back()),
           "MPI_Isend");
     ++in_flight_to_[static_cast<std::size_t>(dest)];
+    mpi_busy_.store(true, std::memory_order_relaxed);
+    ring_mpi_doorbell(dest);
     return true;
+  }
+
+  // A rank of this node that polls MPI seldom (see poll) hears through its ring that MPI carries
+  // something for it: an empty record. When the ring is full there is no room for it, but then
+  // the receiver is busy draining the ring, and its periodic MPI poll finds the buffer.
+  void ring_mpi_doorbell(int dest) {
+    if (out_rings_.empty()) return;
+    out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get();
+    if (!r) return;
+    std::lock_guard g(r->lock);
+    (void)r->ring.try_write({});
   }
 
   bool try_send_copy(int dest, std::span<const std::byte> bytes) override {
@@ -136,18 +149,37 @@ class mpi_endpoint final : public endpoint {
         if (n >= max) break;
         n += in->ring.read(
             [&](std::span<const std::byte> p) {
-              out.push_back(incoming{in->source, small_copy(p)});
+              if (p.empty())
+                mpi_hint_.store(true, std::memory_order_relaxed);  // a doorbell (ring_mpi_doorbell)
+              else
+                out.push_back(incoming{in->source, small_copy(p)});
             },
             max - n);
       }
       ring_reader_.clear(std::memory_order_release);
     }
-    // Every MPI call costs a run of its progress engine: when the rings reach every rank, MPI
-    // (large buffers, overflow) is polled on every fourth poll only.
+    // Every MPI call costs a run of its progress engine, and an arrival on a ring that comes while
+    // a poll is inside MPI waits for it. When the rings reach every rank, MPI (large buffers,
+    // overflow) is polled when a ring's doorbell says it carries something, while transfers are
+    // under way, and otherwise on every idle_mpi_poll_every-th poll only.
+    const bool hinted =
+        mpi_hint_.load(std::memory_order_relaxed) && mpi_hint_.exchange(false, std::memory_order_relaxed);
     thread_local unsigned mpi_turn = 0;  // per thread: a shared counter would be a shared line
-    if (all_on_node_ && ++mpi_turn % 4 != 0) return n;
+    if (all_on_node_ && !hinted && !mpi_busy_.load(std::memory_order_relaxed) && ++mpi_turn % idle_mpi_poll_every != 0)
+      return n;
     std::unique_lock g(lock_, std::try_to_lock);
-    if (!g.owns_lock()) return n;  // another worker is polling
+    if (!g.owns_lock()) {  // another worker is polling
+      if (hinted) mpi_hint_.store(true, std::memory_order_relaxed);
+      return n;
+    }
+    // Whatever this poll finds, MPI stays busy while receives or sends are under way.
+    struct busy_update {
+      mpi_endpoint& ep;
+      ~busy_update() {
+        ep.mpi_busy_.store(ep.burst_ || ep.found_large_ || !ep.large_reqs_.empty() || !ep.send_reqs_.empty(),
+                           std::memory_order_relaxed);
+      }
+    } busy{*this};
     ++polls_;
     // Every MPI call that finds nothing runs MPI's progress engine once, and an idle poll is latency
     // added to the next arrival: finished sends are collected on every eighth poll only (try_send
@@ -185,7 +217,7 @@ class mpi_endpoint final : public endpoint {
     n += complete_large(out);
     // A matched probe costs as much as the whole poll; large buffers are rarer, so look for them
     // on every eighth poll only (and on every poll while large buffers are arriving).
-    if (polls_ % 8 != 4 && !found_large_ && large_reqs_.empty()) return n;
+    if (!hinted && polls_ % 8 != 4 && !found_large_ && large_reqs_.empty()) return n;
     found_large_ = false;
     // Start receiving every announced large buffer at once (MPI_Imrecv), so that their rendezvous
     // transfers overlap instead of running one at a time.
@@ -399,6 +431,12 @@ class mpi_endpoint final : public endpoint {
   std::vector<std::unique_ptr<in_ring>> in_rings_;
   std::atomic_flag ring_reader_ = ATOMIC_FLAG_INIT;  // held by the worker reading the rings
   bool all_on_node_ = false;
+  // With all_on_node_: MPI is polled on every poll while mpi_busy_ (transfers under way, or the
+  // last poll found something) or mpi_hint_ (a ring's doorbell rang), else on every
+  // idle_mpi_poll_every-th poll.
+  static constexpr unsigned idle_mpi_poll_every = 32;
+  std::atomic<bool> mpi_busy_{false};
+  std::atomic<bool> mpi_hint_{false};
   std::mutex self_lock_;
   std::deque<incoming> self_;
   std::atomic<bool> has_self_{false};  // self_ may be non-empty (saves the lock on every poll)
