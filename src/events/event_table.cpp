@@ -10,6 +10,7 @@
 #include "rill/am.hpp"
 #include "rill/error.hpp"
 #include "runtime/rank.hpp"
+#include "scheduler/worker.hpp"
 
 namespace rill::detail {
 
@@ -74,26 +75,39 @@ thread_local bool firing = false;
 
 }  // namespace
 
+namespace {
+
+// Runs the waiters of one list; the first exception any of them throws is kept in `first`.
+void run_list(event_waiter* w, std::exception_ptr& first) {
+  while (w) {
+    event_waiter* next = w->next;
+    w->next = nullptr;
+    __builtin_prefetch(next);  // its node is cold; fetch it while w runs
+    try {
+      w->fn(w, false);  // may free w, may queue more lists
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+    w = next;
+  }
+}
+
+}  // namespace
+
 void fire_waiters(event_waiter* list) {
   if (!list) return;
-  fire_queue.push_back(list);
-  if (firing) return;  // an outer call on this thread runs it, after the lists queued before it
+  if (firing) {
+    fire_queue.push_back(list);  // the outer call on this thread runs it, after the lists before it
+    return;
+  }
   firing = true;
   std::exception_ptr first;
-  while (!fire_queue.empty()) {
-    event_waiter* w = fire_queue.front();
+  // The outermost list runs without passing through the queue (the common case: the only list).
+  for (;;) {
+    run_list(list, first);
+    if (fire_queue.empty()) break;
+    list = fire_queue.front();
     fire_queue.pop_front();
-    while (w) {
-      event_waiter* next = w->next;
-      w->next = nullptr;
-      __builtin_prefetch(next);  // its node is cold; fetch it while w runs
-      try {
-        w->fn(w, false);  // may free w, may queue more lists
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-      w = next;
-    }
   }
   firing = false;
   if (first) std::rethrow_exception(first);
@@ -262,7 +276,8 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
     for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
   if (first >= 0) send_notify(first, index, gen, wire);
   for (int r : subscribers) send_notify(r, index, gen, wire);
-  notifications_sent_.fetch_add(subscribers.size() + (first >= 0 ? 1 : 0), std::memory_order_relaxed);
+  if (const std::size_t sent = subscribers.size() + (first >= 0 ? 1 : 0))
+    count_sent(&sent_counts::notifications, sent);  // (most triggers notify nobody: no count)
   fire_waiters(waiters);
 }
 
@@ -328,7 +343,7 @@ void event_table::trigger_remote(event e, poison_ptr cause) {
     notify_me = rec.waiters != nullptr;
     if (!notify_me) rec.subscribed = rec.known;
   }
-  triggers_sent_.fetch_add(1, std::memory_order_relaxed);
+  count_sent(&sent_counts::triggers, 1);
   send_trigger(e.owner(), e.slot(), e.generation(), cause, notify_me);
   fire_waiters(ready);
 }
@@ -365,7 +380,7 @@ event_status event_table::query(event e) {
 
 void event_table::subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
   trace_.note_progress();
-  subscriptions_sent_.fetch_add(1, std::memory_order_relaxed);
+  count_sent(&sent_counts::subscriptions, 1);
   send_subscribe(owner, slot, gen);
 }
 
@@ -454,7 +469,7 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
       wire = to_wire(s->poisoned());
     }
   }
-  notifications_sent_.fetch_add(1, std::memory_order_relaxed);
+  count_sent(&sent_counts::notifications, 1);
   send_notify(from, slot, through, wire);
 }
 
@@ -492,6 +507,17 @@ void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through
   fire_waiters(ready);
 }
 
+void event_table::count_sent(std::atomic<std::uint64_t> sent_counts::*which, std::uint64_t n) {
+  const worker* w = current_worker();
+  const std::size_t others = sent_.size() - 1;
+  const std::size_t i = w ? static_cast<std::size_t>(w->index()) : others;
+  std::atomic<std::uint64_t>& c = sent_[std::min(i, others)].*which;
+  if (i < others)
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // this worker's own line
+  else
+    c.fetch_add(n, std::memory_order_relaxed);
+}
+
 event_counts event_table::counts() {
   event_counts c;
   c.slots = slot_count_.load(std::memory_order_relaxed);
@@ -499,9 +525,11 @@ event_counts event_table::counts() {
   c.untriggered = untriggered_.load(std::memory_order_relaxed);
   c.peak_untriggered = peak_untriggered_.load(std::memory_order_relaxed);
   c.retired_slots = retired_.load(std::memory_order_relaxed);
-  c.subscriptions_sent = subscriptions_sent_.load(std::memory_order_relaxed);
-  c.notifications_sent = notifications_sent_.load(std::memory_order_relaxed);
-  c.triggers_sent = triggers_sent_.load(std::memory_order_relaxed);
+  for (const sent_counts& s : sent_) {
+    c.subscriptions_sent += s.subscriptions.load(std::memory_order_relaxed);
+    c.notifications_sent += s.notifications.load(std::memory_order_relaxed);
+    c.triggers_sent += s.triggers.load(std::memory_order_relaxed);
+  }
   for (auto& sh : shards_) {
     std::lock_guard g(sh.m);
     c.remote_slots += sh.slots.size();

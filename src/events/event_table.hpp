@@ -50,7 +50,8 @@ class event_table {
   // a slot's poisoned generations stays short and complete.
   static constexpr std::size_t max_poisoned_generations = 8;
 
-  event_table(int me, int ranks) : me_(me), ranks_(ranks) {}
+  // `workers`: the rank's worker threads, which are the only threads that call into its table.
+  event_table(int me, int ranks, int workers) : me_(me), ranks_(ranks), sent_(static_cast<std::size_t>(workers) + 1) {}
   ~event_table();
   event_table(const event_table&) = delete;
   event_table& operator=(const event_table&) = delete;
@@ -185,9 +186,16 @@ class event_table {
   std::atomic<std::uint64_t> untriggered_{0};
   std::atomic<std::uint64_t> peak_untriggered_{0};
   std::atomic<std::uint64_t> retired_{0};
-  std::atomic<std::uint64_t> subscriptions_sent_{0};
-  std::atomic<std::uint64_t> notifications_sent_{0};
-  std::atomic<std::uint64_t> triggers_sent_{0};
+  // Protocol messages sent, counted per worker: each worker writes only its own line, so counting
+  // costs no locked instruction on the path of every message. The last entry is for any other
+  // thread, with atomic adds.
+  struct alignas(64) sent_counts {
+    std::atomic<std::uint64_t> subscriptions{0};
+    std::atomic<std::uint64_t> notifications{0};
+    std::atomic<std::uint64_t> triggers{0};
+  };
+  std::vector<sent_counts> sent_;
+  void count_sent(std::atomic<std::uint64_t> sent_counts::*which, std::uint64_t n);
 };
 
 // Runs the waiters of a list (linked through next) without recursion: a waiter that triggers

@@ -61,6 +61,7 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       term_(*this),
       large_bytes_(cfg.large_bytes),
       stealing_(*this, cfg),
+      events_(id_, size_, cfg.workers),
       shared_segments_(cfg.shared_segments),
       every_tag_(cfg.tag_check == rill::tag_checks::every),
       gas_(id_, size_, cfg) {

@@ -129,7 +129,7 @@ class rank_state final : public rank_services {
   const std::size_t large_bytes_;
   remote_steal stealing_;  // async_any tasks and the steal protocol
   // Declared after the pool, so destroyed before it: callbacks still waiting are released first.
-  event_table events_{id_, size_};
+  event_table events_;
   // The barriers this rank owns; their phases are slots of events_.
   barrier_table barriers_{id_, events_};
   // Reservations this rank has seen (src/sync); their pending callbacks wait in events_.
