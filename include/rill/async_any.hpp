@@ -37,13 +37,14 @@ struct stealable_call {
   void operator()() { std::apply(fn, std::move(args)); }
 };
 
-// The record policy of async_any tasks: run here in the task's scope, or ship to a thief (counted
-// in the scope as a send until the thief acknowledges it, and then out as a local task).
+// The record policy of async_any tasks: run here (in the record's scope, as every record), or ship
+// to a thief (counted in the scope as a send until the thief acknowledges it, and then out as a
+// local task).
 struct run_stealable {
   static constexpr bool ships = true;
   template <class Call>
-  static void run(task_record* r, Call& c) {
-    run_in_finish(static_cast<finish_proxy*>(r->scope), c);
+  static void run(task_record*, Call& c) {
+    c();
   }
   template <class Call>
   static void ship(task_record* r, Call& c, int dest) {
@@ -69,13 +70,9 @@ void async_any(F&& fn, Args&&... args) {
                 "capture-less lambda or a lambda with trivially copyable captures; pass data as arguments");
   static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
                 "rill::async_any: the callable cannot be called with these arguments");
-  detail::require_worker("rill::async_any");
-  detail::finish_proxy* scope = detail::current_finish();
-  if (scope) detail::finish_count(scope);
-  detail::task_record* t = detail::make_task<detail::run_stealable>(detail::stealable_call<Fn, std::decay_t<Args>...>{
-      std::forward<F>(fn), std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)});
-  t->scope = scope;
-  detail::task_submit(t);
+  detail::task_submit(detail::make_counted_task<detail::run_stealable>(
+      "rill::async_any", detail::stealable_call<Fn, std::decay_t<Args>...>{
+                             std::forward<F>(fn), std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)}));
   detail::stealable_queued();
 }
 

@@ -16,8 +16,7 @@ namespace rill {
 // rill::finish the task belongs to the finish scope (see rill/finish.hpp).
 template <class F>
 void spawn(F&& fn) {
-  detail::require_worker("rill::spawn");  // before the callable is moved into a record
-  detail::task_submit(detail::make_counted_task(std::forward<F>(fn)));
+  detail::task_submit(detail::make_counted_task("rill::spawn", std::forward<F>(fn)));
 }
 
 // Lets other ready fibers and queued tasks of this worker run, and the network make progress,

@@ -171,6 +171,10 @@ void rank_state::release_credit(void* scope, std::int64_t units) {
   finish_release(static_cast<finish_proxy*>(scope), units);
 }
 
+void rank_state::task_failed(void* scope, std::exception_ptr error) {
+  finish_task_ended(static_cast<finish_proxy*>(scope), std::move(error));
+}
+
 void rank_state::on_idle(worker&) {
   term_.on_idle();
   stealing_.on_idle();
@@ -198,9 +202,13 @@ rill::rank_stats rank_state::stats() {
   return s;
 }
 
+void throw_outside_worker(const char* what) {
+  throw rill::misuse_error(fmt::format("{} called outside a Rill task or handler", what));
+}
+
 rank_state& current_rank(const char* what) {
   worker* w = current_worker();
-  if (!w) throw rill::misuse_error(fmt::format("{} called outside a Rill task or handler", what));
+  if (!w) throw_outside_worker(what);
   return static_cast<rank_state&>(w->pool().services());
 }
 

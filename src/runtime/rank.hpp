@@ -87,6 +87,7 @@ class rank_state final : public rank_services {
   bool progress(worker& w) override;
   void on_out_of_work(worker& w) override;
   void release_credit(void* scope, std::int64_t units) override;
+  void task_failed(void* scope, std::exception_ptr error) override;
   void on_idle(worker& w) override;
   bool must_poll() const override { return ep_.needs_polling() || agg_.any_buffered(); }
   bool has_input() const override { return ep_.has_input(); }
@@ -154,5 +155,7 @@ class rank_state final : public rank_services {
 // The rank whose worker runs the calling thread; throws rill::misuse_error naming `what` when the
 // thread is not a Rill worker.
 rank_state& current_rank(const char* what);
+// Throws rill::misuse_error: `what` was called outside a Rill task or handler.
+[[noreturn]] void throw_outside_worker(const char* what);
 
 }  // namespace rill::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 
 namespace rill::detail {
 
@@ -24,6 +25,8 @@ class rank_services {
   virtual bool stopping() const = 0;
   // Gives back `units` of a finish scope's count that a worker held (worker::held_credit).
   virtual void release_credit(void* scope, std::int64_t units) = 0;
+  // A task of finish scope `scope` threw `error`: the scope learns it, and the task ended.
+  virtual void task_failed(void* scope, std::exception_ptr error) = 0;
 };
 
 }  // namespace rill::detail

@@ -14,9 +14,9 @@
 
 namespace rill::detail {
 
-namespace {
+constinit thread_local worker* tls_worker = nullptr;
 
-thread_local worker* tls_worker = nullptr;
+namespace {
 
 // Task records a worker allocates at once when its pool is empty.
 constexpr std::size_t task_slab_records = 256;
@@ -28,8 +28,6 @@ inline void cpu_relax() {
 }
 
 }  // namespace
-
-worker* current_worker() { return tls_worker; }
 
 worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
     : pool_(pool), index_(index), stacks_(stack_bytes * sanitizer_stack_factor) {}
@@ -247,14 +245,42 @@ void worker::loop() {
 }
 
 void worker::run_task(task_record* t) {
-  if (credit_.units && t->scope != credit_.scope) return_credit();
-  try {
-    t->invoke(t, task_record::run_here);
-  } catch (const std::exception& e) {
-    fatal("a task threw an exception nobody handled: {}", e.what());
+  void* const scope = t->scope;
+  if (credit_.units && scope != credit_.scope) return_credit();
+  if (!scope) {
+    try {
+      t->invoke(t, task_record::run_here);
+    } catch (const std::exception& e) {
+      fatal("a task threw an exception nobody handled: {}", e.what());
+    }
+  } else {
+    // A task of a finish scope: the scope is the fiber's while the task runs, and what it throws
+    // goes to the scope. Even if the task suspends, it resumes on this fiber and this worker.
+    fiber_rec* const f = current_;
+    void* const previous = f->finish;
+    f->finish = scope;
+    std::exception_ptr error;
+    try {
+      t->invoke(t, task_record::run_here);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    f->finish = previous;
+    if (error)
+      pool_.services().task_failed(scope, std::move(error));
+    else
+      count_ended(scope);
   }
   free_task(t);
   worker_counters::bump(counters_.tasks_run);
+}
+
+void worker::count_ended(void* scope) {
+  if (credit_.scope != scope) {
+    if (credit_.units) return_credit();
+    credit_.scope = scope;
+  }
+  ++credit_.units;
 }
 
 void worker::return_credit() {

@@ -77,6 +77,8 @@ class worker {
   held_credit& credit() { return credit_; }
   // Gives the held units back to their scope.
   void return_credit();
+  // A task of `scope` ended here without an error: its unit stays with the worker.
+  void count_ended(void* scope);
 
   // Returns a record that will not run to its pool (owner thread; any worker's record).
   void free_task(task_record* t);
@@ -194,7 +196,9 @@ class worker_pool {
   std::uint64_t wake_epoch_ = 0;  // guarded by sleep_lock_
 };
 
-// The worker running on this thread, or nullptr.
-worker* current_worker();
+// The worker running on this thread, or nullptr. (constinit: no dynamic initialisation, so the
+// access is a plain thread-local load, inlined into every caller.)
+extern constinit thread_local worker* tls_worker;
+inline worker* current_worker() { return tls_worker; }
 
 }  // namespace rill::detail

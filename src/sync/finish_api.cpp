@@ -60,20 +60,39 @@ finish_proxy* set_current_finish(finish_proxy* p) {
   return previous;
 }
 
+namespace {
+
+// One more task of p, counted by worker w.
+void count_on(worker& w, finish_proxy* p) {
+  held_credit& c = w.credit();
+  if (c.scope == p) {  // (then c.units > 0)
+    if (--c.units == 0) c.scope = nullptr;
+    return;
+  }
+  p->count.fetch_add(credit_batch, std::memory_order_relaxed);
+  if (c.units) w.return_credit();
+  c = {p, credit_batch - 1};
+}
+
+}  // namespace
+
 void finish_count(finish_proxy* p) {
   worker* w = current_worker();
   if (!w) {
     p->count.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  held_credit& c = w->credit();
-  if (c.scope == p) {  // (then c.units > 0)
-    if (--c.units == 0) c.scope = nullptr;
-    return;
-  }
-  p->count.fetch_add(credit_batch, std::memory_order_relaxed);
-  if (c.units) w->return_credit();
-  c = {p, credit_batch - 1};
+  count_on(*w, p);
+}
+
+task_record* task_allocate_counted(const char* what) {
+  worker* w = current_worker();
+  if (!w) throw_outside_worker(what);
+  auto* p = static_cast<finish_proxy*>(w->current_fiber()->finish);
+  if (p) count_on(*w, p);
+  task_record* t = w->allocate_task();
+  t->scope = p;
+  return t;
 }
 
 void finish_task_ended(finish_proxy* p, std::exception_ptr error) {

@@ -25,50 +25,28 @@ void finish_task_ended(finish_proxy* p, std::exception_ptr error);
 // at zero, p's part of the scope ends.
 void finish_release(finish_proxy* p, std::int64_t units);
 
-// Runs fn() as a task of scope `p` on the calling fiber, then counts it out of p. Without a scope
-// it just runs fn (and what fn throws goes to the caller).
-template <class F>
-void run_in_finish(finish_proxy* p, F& fn) {
-  if (!p) {
-    fn();
-    return;
-  }
-  finish_proxy* previous = set_current_finish(p);
-  std::exception_ptr error;
-  try {
-    fn();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  set_current_finish(previous);
-  finish_task_ended(p, std::move(error));
-}
-
-// The record run policy of a task of finish scope `record->scope`.
-struct run_in_scope {
-  template <class Fn>
-  static void run(task_record* r, Fn& fn) {
-    run_in_finish(static_cast<finish_proxy*>(r->scope), fn);
-  }
-};
-
 // A task record for fn running as a task of scope `p` (already counted in it). The scope rides in
 // the record, not in the callable: a wrapping lambda would push callables that just fit the
-// record's inline storage onto the heap.
+// record's inline storage onto the heap. The worker that runs a record with a scope makes the
+// scope the fiber's while it runs and counts the task out of it afterwards (with what it threw).
 template <class F>
 task_record* make_scoped_task(finish_proxy* p, F&& fn) {
-  if (!p) return make_task(std::forward<F>(fn));
-  task_record* t = make_task<run_in_scope>(std::forward<F>(fn));
+  task_record* t = make_task(std::forward<F>(fn));
   t->scope = p;
   return t;
 }
 
+// A record from the calling worker's pool whose scope is the calling task's finish scope, counted
+// one more task in it (one call for what spawning needs from the runtime). Throws
+// rill::misuse_error naming `what` unless the caller is a Rill worker.
+task_record* task_allocate_counted(const char* what);
+
 // A task record for fn, counted in the calling task's finish scope.
-template <class F>
-task_record* make_counted_task(F&& fn) {
-  finish_proxy* p = current_finish();
-  if (p) finish_count(p);
-  return make_scoped_task(p, std::forward<F>(fn));
+template <class Run = run_plain, class F>
+task_record* make_counted_task(const char* what, F&& fn) {
+  task_record* t = task_allocate_counted(what);
+  emplace_task<Run>(t, std::forward<F>(fn));
+  return t;
 }
 
 // What a task shipped to another rank carries of its scope: the scope's name (home rank and the

@@ -47,12 +47,11 @@ struct run_plain {
 template <class Run>
 concept ships_tasks = Run::ships;
 
+// Puts fn into record t (its scope untouched).
 template <class Run = run_plain, class F>
-task_record* make_task(F&& fn) {
+void emplace_task(task_record* t, F&& fn) {
   using Fn = std::decay_t<F>;
   constexpr bool inline_fn = sizeof(Fn) <= task_record::inline_bytes && alignof(Fn) <= task_record::inline_align;
-  task_record* t = task_allocate();
-  t->scope = nullptr;
   if constexpr (inline_fn)
     ::new (static_cast<void*>(t->storage)) Fn(std::forward<F>(fn));
   else
@@ -82,6 +81,14 @@ task_record* make_task(F&& fn) {
     Run::run(r, *f);
     return true;
   };
+}
+
+// A record for fn outside any finish scope.
+template <class Run = run_plain, class F>
+task_record* make_task(F&& fn) {
+  task_record* t = task_allocate();
+  t->scope = nullptr;
+  emplace_task<Run>(t, std::forward<F>(fn));
   return t;
 }
 
