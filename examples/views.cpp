@@ -1,5 +1,6 @@
-// The example of docs/active-messages.md: every rank sends rank 0 its samples as a rill::view.
-// Rank 0's handler reads them where they arrived (no vector is built there) and adds them up.
+// The example of docs/active-messages.md: every rank sends rank 0 its samples as a rill::view, with
+// send_zero_copy: the network reads them from the sender's vector, and rank 0's handler reads them
+// where they arrived (no vector is built on either side). Rank 0 adds them up.
 #include <rill/rill.hpp>
 
 #include <cstdio>
@@ -11,14 +12,16 @@ constexpr int count = 8192;  // 64 KiB of doubles: above --rill:large-bytes, so 
 
 void send_samples() {
   std::vector<double> samples(count, 0.5 * (rill::rank_me() + 1));
-  // The elements are copied once, into the message; `samples` may change as soon as send returns.
-  rill::am::send(
+  // `samples` must stay as it is until the returned event triggers (with am::send it could change
+  // as soon as send returned: the elements would be copied into the message).
+  const rill::event sent = rill::am::send_zero_copy(
       0,
       [](rill::view<double> v) {
         for (double x : v) total += x;  // reads the received buffer in place
         arrived->count_down();
       },
       rill::view(samples));
+  sent.wait();  // the fiber waits; the worker runs other tasks meanwhile
 }
 
 int main(int argc, char** argv) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <streambuf>
 #include <type_traits>
@@ -130,33 +131,68 @@ void archive_one(Archive& ar, T& value) {
   }
 }
 
-// archive_one for writing into `out`; a view's elements are padded to start at a multiple of
-// view_alignment from the start of `out`, so that they arrive aligned in a buffer of their own,
-// and so that copying them in and out runs on whole cache lines.
+// Elements of a view that a zero-copy send leaves where they are: in the message they come at
+// offset `at` of the serialized bytes (before the byte that is there).
+struct lent_piece {
+  std::size_t at;
+  std::span<const std::byte> bytes;
+};
+
+// The serialized bytes and the lent pieces between them.
+struct lending_output {
+  std::vector<std::byte>& out;
+  std::vector<lent_piece>* lent = nullptr;  // null: views are copied into `out`
+  std::size_t lent_bytes = 0;
+  std::size_t position() const { return out.size() + lent_bytes; }  // in the message
+};
+
+// archive_one for writing into `to.out`; a view's elements are padded to start at a multiple of
+// view_alignment from the start of the message, so that they arrive aligned in a buffer of their
+// own, and so that copying them in and out runs on whole cache lines. With `to.lent`, a view's
+// elements are left where they are and listed there instead of being copied.
 template <class Archive, class T>
-void save_one(Archive& ar, const std::vector<std::byte>& out, const T& value) {
+void save_one(Archive& ar, lending_output& to, const T& value) {
   if constexpr (is_view<T>::value) {
     using U = typename T::value_type;
     constexpr std::size_t align = view_alignment<U>;
     const std::uint64_t n = value.size();
     ar(n);
-    const auto pad = static_cast<std::uint8_t>((align - (out.size() + 1) % align) % align);
+    const auto pad = static_cast<std::uint8_t>((align - (to.position() + 1) % align) % align);
     ar(pad);
     static constexpr std::byte zeros[align] = {};
     if (pad) ar(cereal::binary_data(zeros, pad));
-    if (n) ar(cereal::binary_data(value.data(), static_cast<std::size_t>(n) * sizeof(U)));
+    const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(U);
+    if (bytes == 0) return;
+    if (to.lent) {
+      to.lent->push_back(lent_piece{to.out.size(), {reinterpret_cast<const std::byte*>(value.data()), bytes}});
+      to.lent_bytes += bytes;
+    } else {
+      ar(cereal::binary_data(value.data(), bytes));
+    }
   } else {
     archive_one(ar, value);
   }
 }
 
+template <class... Ts>
+void serialize_to(lending_output to, const Ts&... values) {
+  vector_sink sink(to.out);
+  std::ostream os(&sink);
+  cereal::BinaryOutputArchive ar(os);
+  (save_one(ar, to, values), ...);
+}
+
 // Appends the encoding of `values` to `out`.
 template <class... Ts>
 void serialize_into(std::vector<std::byte>& out, const Ts&... values) {
-  vector_sink sink(out);
-  std::ostream os(&sink);
-  cereal::BinaryOutputArchive ar(os);
-  (save_one(ar, out, values), ...);
+  serialize_to(lending_output{out}, values...);
+}
+
+// Appends the encoding of `values` to `out`, but for the elements of views, which it lists in
+// `lent` (see lent_piece).
+template <class... Ts>
+void serialize_lending(std::vector<std::byte>& out, std::vector<lent_piece>& lent, const Ts&... values) {
+  serialize_to(lending_output{out, &lent}, values...);
 }
 
 // Decodes a tuple from exactly n bytes; throws decode_error on truncated or trailing bytes and on

@@ -77,13 +77,17 @@ inline constexpr std::size_t single_prefix_bytes = buffer_header_bytes + 8;
 
 // Turns b = [single_prefix_bytes of room][payload] into a buffer holding that one message (in the
 // long form, which the decoder accepts for any length), without moving the payload.
-inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint16_t id) {
+// `payload` bytes follow the prefix on the wire (by default, the rest of b).
+inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint16_t id, std::size_t payload) {
   put(b.data(), magic);
   put(b.data() + 4, source);
   put<std::uint32_t>(b.data() + 8, 1);
   put(b.data() + 12, id);
   put(b.data() + 14, long_length);
-  put(b.data() + 16, static_cast<std::uint32_t>(b.size() - single_prefix_bytes));
+  put(b.data() + 16, static_cast<std::uint32_t>(payload));
+}
+inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint16_t id) {
+  frame_single(b, source, id, b.size() - single_prefix_bytes);
 }
 
 }  // namespace rill::detail::wire

@@ -58,6 +58,33 @@ void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
   if (am_scratch().capacity() < mine.capacity()) am_scratch() = std::move(mine);
 }
 
+event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, std::vector<lent_piece>&& lent) {
+  rank_state& r = sending_rank(dest);
+  std::size_t lent_bytes = 0;
+  for (const auto& piece : lent) lent_bytes += piece.bytes.size();
+  const std::size_t payload = bytes.size() - am_payload_offset + lent_bytes;
+  lent_buffer b;
+  std::size_t from = 0;
+  for (const auto& piece : lent) {
+    b.parts.emplace_back(bytes.data() + from, piece.at - from);
+    b.parts.push_back(piece.bytes);
+    from = piece.at;
+  }
+  b.parts.emplace_back(bytes.data() + from, bytes.size() - from);
+  if (payload <= r.large_bytes()) {  // a small message: copied into an aggregation buffer
+    b.owned = std::move(bytes);
+    am_send_bytes(dest, id, b.gather());
+    return event::none();
+  }
+  count_sent(1);
+  wire::frame_single(bytes, static_cast<std::uint32_t>(r.id()), static_cast<std::uint16_t>(id), payload);
+  b.owned = std::move(bytes);  // (the parts that point into it stay valid: its storage moves along)
+  const user_event sent = user_event::create();
+  b.done = [sent] { sent.trigger(); };
+  r.transmit_lent(dest, std::move(b));
+  return sent;
+}
+
 std::vector<std::byte>& am_scratch() {
   thread_local std::vector<std::byte> scratch;
   return scratch;

@@ -71,9 +71,9 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
 
 rank_state::~rank_state() = default;
 
-void rank_state::transmit(int dest, buffer b) {
-  const std::size_t bytes = b.size();
-  while (!ep_.try_send(dest, b)) {
+template <class TrySend>
+void rank_state::send_when_room(std::size_t bytes, TrySend try_send) {
+  while (!try_send()) {
     // Back-pressure: the destination's queue is full. This fiber waits while the worker polls
     // (draining our own inbox, so that a peer blocked on us can move) and runs other work.
     if (worker* w = current_worker(); w && &w->pool() == &pool_) {
@@ -86,6 +86,14 @@ void rank_state::transmit(int dest, buffer b) {
     worker_counters::bump(w->counters().buffers_sent);
     worker_counters::bump(w->counters().bytes_sent, bytes);
   }
+}
+
+void rank_state::transmit(int dest, buffer b) {
+  send_when_room(b.size(), [&] { return ep_.try_send(dest, b); });
+}
+
+void rank_state::transmit_lent(int dest, lent_buffer b) {
+  send_when_room(b.size(), [&] { return ep_.try_send_lent(dest, b); });
 }
 
 bool rank_state::transmit_copy(int dest, std::span<const std::byte> bytes) {

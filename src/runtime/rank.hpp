@@ -99,12 +99,17 @@ class rank_state final : public rank_services {
 
   // Hands a buffer to the endpoint, waiting (yielding inside a task) while the destination is full.
   void transmit(int dest, buffer b);
+  // Sends a buffer with lent parts (endpoint::try_send_lent), waiting for room like transmit.
+  void transmit_lent(int dest, lent_buffer b);
   // Sends a copy of `bytes` at once if the transport can (a node ring); false otherwise.
   bool transmit_copy(int dest, std::span<const std::byte> bytes);
   // A recycled buffer of at least `bytes` capacity from the endpoint, or an empty one.
   buffer spare_buffer(std::size_t bytes) { return ep_.spare(bytes); }
 
  private:
+  // Calls try_send() until it succeeds (the endpoint has room), then counts `bytes` as sent.
+  template <class TrySend>
+  void send_when_room(std::size_t bytes, TrySend try_send);
   // A received buffer whose messages are being run, in order, by one worker.
   // Its messages are read one at a time as they run (the buffer was validated whole on arrival).
   struct received_buffer {

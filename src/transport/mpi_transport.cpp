@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -93,22 +95,51 @@ class mpi_endpoint final : public endpoint {
       b.clear();
       return true;
     }
-    std::lock_guard g(lock_);
-    if (in_flight_to_[static_cast<std::size_t>(dest)] >= queue_limit_) {
-      complete_sends();
-      if (in_flight_to_[static_cast<std::size_t>(dest)] >= queue_limit_) return false;
+    {
+      std::lock_guard g(lock_);
+      if (!room_for_send(dest)) return false;
+      const int tag = b.size() <= eager_bytes_ ? tag_eager : tag_large;
+      send_bufs_.push_back(std::move(b));
+      send_lent_.emplace_back();
+      b.clear();
+      start_send(dest, send_bufs_.back().data(), static_cast<int>(send_bufs_.back().size()), MPI_BYTE, tag);
     }
-    const int tag = b.size() <= eager_bytes_ ? tag_eager : tag_large;
-    send_bufs_.push_back(std::move(b));
-    send_dest_.push_back(dest);
-    send_reqs_.push_back(MPI_REQUEST_NULL);
-    b.clear();
-    check(MPI_Isend(send_bufs_.back().data(), static_cast<int>(send_bufs_.back().size()), MPI_BYTE, dest, tag, comm_,
-                    &send_reqs_.back()),
-          "MPI_Isend");
-    ++in_flight_to_[static_cast<std::size_t>(dest)];
-    mpi_busy_.store(true, std::memory_order_relaxed);
-    ring_mpi_doorbell(dest);
+    run_lent_done();
+    return true;
+  }
+
+  // Large lent buffers leave from where their parts are: one MPI datatype lists the parts' addresses
+  // and MPI reads them in place; the done callback runs once the send has completed. (Through the
+  // loop-back or a ring the parts are copied anyway: the default path.)
+  bool try_send_lent(int dest, lent_buffer& b) override {
+    const std::size_t bytes = b.size();
+    if (dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
+    if (bytes > static_cast<std::size_t>(INT_MAX))
+      throw misuse_error(fmt::format("a message of {} bytes is larger than the mpi transport carries", bytes));
+    {
+      std::lock_guard g(lock_);
+      if (!room_for_send(dest)) return false;
+      std::vector<int> lengths;
+      std::vector<MPI_Aint> addresses;
+      for (const auto& part : b.parts) {
+        if (part.empty()) continue;
+        MPI_Aint at = 0;
+        check(MPI_Get_address(part.data(), &at), "MPI_Get_address");
+        lengths.push_back(static_cast<int>(part.size()));
+        addresses.push_back(at);
+      }
+      MPI_Datatype type = MPI_DATATYPE_NULL;
+      check(
+          MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(), addresses.data(), MPI_BYTE, &type),
+          "MPI_Type_create_hindexed");
+      check(MPI_Type_commit(&type), "MPI_Type_commit");
+      // The parts that are pieces of `owned` stay where they are: moving a vector keeps its storage.
+      send_bufs_.push_back(std::move(b.owned));
+      send_lent_.push_back(lent_send{type, std::move(b.done)});
+      start_send(dest, MPI_BOTTOM, 1, type, bytes <= eager_bytes_ ? tag_eager : tag_large);
+    }
+    b = {};
+    run_lent_done();
     return true;
   }
 
@@ -132,6 +163,12 @@ class mpi_endpoint final : public endpoint {
   }
 
   std::size_t poll(std::vector<incoming>& out, std::size_t max) override {
+    const std::size_t n = poll_network(out, max);
+    run_lent_done();
+    return n;
+  }
+
+  std::size_t poll_network(std::vector<incoming>& out, std::size_t max) {
     std::size_t n = 0;
     if (has_self_.load(std::memory_order_acquire)) {
       std::lock_guard g(self_lock_);
@@ -305,6 +342,11 @@ class mpi_endpoint final : public endpoint {
     check(MPI_Waitall(static_cast<int>(send_reqs_.size()), send_reqs_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     send_reqs_.clear();
     send_bufs_.clear();
+    // The rank has stopped: nobody waits for the lent sends' callbacks any more.
+    for (auto& l : send_lent_)
+      if (l.type != MPI_DATATYPE_NULL) MPI_Type_free(&l.type);
+    send_lent_.clear();
+    lent_done_.clear();
     check(MPI_Barrier(comm_), "MPI_Barrier");
     for (auto& r : recv_reqs_) {
       if (r == MPI_REQUEST_NULL) continue;
@@ -314,6 +356,48 @@ class mpi_endpoint final : public endpoint {
   }
 
  private:
+  // A send's datatype and callback when it reads lent parts (try_send_lent).
+  struct lent_send {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    std::function<void()> done;
+  };
+
+  // The largest buffer the ring to `dest` carries (0: no ring).
+  std::size_t ring_limit(int dest) const {
+    if (out_rings_.empty()) return 0;
+    const out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get();
+    return r ? r->limit : 0;
+  }
+
+  // Whether `dest` may have one more send in flight. Called with lock_ held.
+  bool room_for_send(int dest) {
+    if (in_flight_to_[static_cast<std::size_t>(dest)] < queue_limit_) return true;
+    complete_sends();
+    return in_flight_to_[static_cast<std::size_t>(dest)] < queue_limit_;
+  }
+
+  // Starts the send whose buffer and lent_send were just queued. Called with lock_ held.
+  void start_send(int dest, const void* data, int count, MPI_Datatype type, int tag) {
+    send_dest_.push_back(dest);
+    send_reqs_.push_back(MPI_REQUEST_NULL);
+    check(MPI_Isend(data, count, type, dest, tag, comm_, &send_reqs_.back()), "MPI_Isend");
+    ++in_flight_to_[static_cast<std::size_t>(dest)];
+    mpi_busy_.store(true, std::memory_order_relaxed);
+    ring_mpi_doorbell(dest);
+  }
+
+  // Runs the callbacks of completed lent sends, outside lock_: a callback may send.
+  void run_lent_done() {
+    if (!has_lent_done_.load(std::memory_order_acquire)) return;
+    std::vector<std::function<void()>> ready;
+    {
+      std::lock_guard g(lock_);
+      ready.swap(lent_done_);
+      has_lent_done_.store(false, std::memory_order_relaxed);
+    }
+    for (auto& done : ready) done();
+  }
+
   void post(int i) {
     // order_ lists the pending receives oldest first: i moves to the end.
     int* at = std::find(order_, order_ + preposted, i);
@@ -364,6 +448,12 @@ class mpi_endpoint final : public endpoint {
       const auto i = static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)]);
       --in_flight_to_[static_cast<std::size_t>(send_dest_[i])];
       recycle(std::move(send_bufs_[i]));
+      lent_send& lent = send_lent_[i];
+      if (lent.type != MPI_DATATYPE_NULL) check(MPI_Type_free(&lent.type), "MPI_Type_free");
+      if (lent.done) {
+        lent_done_.push_back(std::move(lent.done));
+        has_lent_done_.store(true, std::memory_order_release);
+      }
     }
     // Compact: keep the requests still pending (Testsome set completed ones to MPI_REQUEST_NULL).
     std::size_t w = 0;
@@ -372,12 +462,14 @@ class mpi_endpoint final : public endpoint {
       if (w != r) {
         send_reqs_[w] = send_reqs_[r];
         send_bufs_[w] = std::move(send_bufs_[r]);
+        send_lent_[w] = std::move(send_lent_[r]);
         send_dest_[w] = send_dest_[r];
       }
       ++w;
     }
     send_reqs_.resize(w);
     send_bufs_.resize(w);
+    send_lent_.resize(w);
     send_dest_.resize(w);
   }
 
@@ -397,6 +489,9 @@ class mpi_endpoint final : public endpoint {
   std::vector<buffer> send_bufs_;
   std::vector<MPI_Request> send_reqs_;
   std::vector<int> send_dest_;
+  std::vector<lent_send> send_lent_;              // parallel to send_bufs_ (empty for plain sends)
+  std::vector<std::function<void()>> lent_done_;  // callbacks of completed lent sends (under lock_)
+  std::atomic<bool> has_lent_done_{false};
   std::vector<int> completed_;
   std::vector<std::size_t> in_flight_to_;
   std::vector<incoming> large_bufs_;  // large buffers being received (under lock_)

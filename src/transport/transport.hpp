@@ -24,6 +24,19 @@ struct incoming {
   buffer bytes;
 };
 
+// A buffer whose bytes are partly lent by the sender (a zero-copy send): on the wire it is `parts`,
+// in order, each a piece of `owned` or of memory the sender keeps unchanged until `done` runs.
+struct lent_buffer {
+  buffer owned;
+  std::vector<std::span<const std::byte>> parts;
+  // Called once, from a thread of the sending rank, when the network no longer reads the parts.
+  std::function<void()> done;
+
+  std::size_t size() const;
+  // The parts copied into one buffer.
+  buffer gather() const;
+};
+
 class endpoint {
  public:
   virtual ~endpoint() = default;
@@ -33,6 +46,10 @@ class endpoint {
   // Hands `b` to the network. Returns false, leaving `b` untouched, when `dest` already has as many
   // buffers in flight as the queue allows: the caller applies back-pressure and tries again.
   virtual bool try_send(int dest, buffer& b) = 0;
+  // Hands `b` to the network; the network reads the lent parts in place where it can, else it
+  // sends a copy. Returns false, leaving `b` untouched, where try_send would. On success b.done
+  // runs once the parts may be reused: at once after a copy, later after an in-place send.
+  virtual bool try_send_lent(int dest, lent_buffer& b);
   // Sends a copy of `bytes` at once when this endpoint can do that without owning a buffer (a
   // shared-memory ring to `dest`); false, having sent nothing, otherwise: then the caller hands
   // over a buffer with try_send. Saves a sender that keeps its buffer an allocation and a copy.

@@ -139,6 +139,35 @@ TEST(Serialization, ByteLikeVectorsRoundTripFromUnalignedBytes) {
   byte_vector_round_trip<char>();
 }
 
+// For a zero-copy send the encoder leaves the views' elements where they are and lists them: the
+// listed pieces put back at their offsets give exactly the bytes of the copying encoder (whose
+// padding is relative to the start of the whole message, lent bytes included).
+TEST(Serialization, LendingEncoderListsTheViewsElementsWhereTheCopyingOneWritesThem) {
+  std::vector<double> d(300);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = static_cast<double>(i) * 1.5;
+  const std::vector<std::byte> raw{std::byte{7}, std::byte{8}, std::byte{9}};
+  for (std::size_t lead : {0u, 3u, 61u}) {
+    const std::string s(lead, 'y');
+    const auto copied = encode(s, rill::view(d), 42, rill::view<std::byte>(raw), rill::view<int>());
+    std::vector<std::byte> out;
+    std::vector<rill::detail::lent_piece> lent;
+    rill::detail::serialize_lending(out, lent, s, rill::view(d), 42, rill::view<std::byte>(raw), rill::view<int>());
+    ASSERT_EQ(lent.size(), 2u);  // the empty view lends nothing
+    EXPECT_EQ(lent[0].bytes.data(), reinterpret_cast<const std::byte*>(d.data()));
+    EXPECT_EQ(lent[1].bytes.data(), raw.data());
+    std::vector<std::byte> whole;
+    std::size_t from = 0;
+    for (const auto& piece : lent) {
+      whole.insert(whole.end(), out.begin() + static_cast<std::ptrdiff_t>(from),
+                   out.begin() + static_cast<std::ptrdiff_t>(piece.at));
+      whole.insert(whole.end(), piece.bytes.begin(), piece.bytes.end());
+      from = piece.at;
+    }
+    whole.insert(whole.end(), out.begin() + static_cast<std::ptrdiff_t>(from), out.end());
+    EXPECT_EQ(whole, copied) << "lead " << lead;
+  }
+}
+
 // A view decodes in place: its elements are the encoded bytes themselves when they sit aligned
 // for the element type (the encoder pads them to be, relative to the start of the buffer), and an
 // aligned copy of them otherwise.
