@@ -191,7 +191,7 @@ void rank_state::on_idle(worker&) {
 
 void rank_state::stop(int exit_code) {
   exit_code_ = exit_code;
-  stopping_.store(true, std::memory_order_release);
+  set_stopping();
   pool_.notify_all();
 }
 

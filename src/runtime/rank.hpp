@@ -91,7 +91,6 @@ class rank_state final : public rank_services {
   void on_idle(worker& w) override;
   bool must_poll() const override { return ep_.needs_polling() || agg_.any_buffered(); }
   bool has_input() const override { return ep_.has_input(); }
-  bool stopping() const override { return stopping_.load(std::memory_order_acquire); }
 
   void stop(int exit_code);
   int exit_code() const { return exit_code_; }
@@ -153,7 +152,6 @@ class rank_state final : public rank_services {
   std::vector<std::uintptr_t> global_heap_bases_;
   std::unique_ptr<symmetric_heap> global_heap_;
   gas_table gas_;  // this rank's part of the active global address space (rill/gas.hpp)
-  std::atomic<bool> stopping_{false};
   int exit_code_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // scheduler knows nothing of messages or termination.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 
@@ -22,11 +23,18 @@ class rank_services {
   virtual bool must_poll() const = 0;
   // Received data is waiting to be polled (checked by a worker about to sleep).
   virtual bool has_input() const = 0;
-  virtual bool stopping() const = 0;
+  // True once the rank stops (a flag, not a virtual call: the scheduling loop reads it every round).
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   // Gives back `units` of a finish scope's count that a worker held (worker::held_credit).
   virtual void release_credit(void* scope, std::int64_t units) = 0;
   // A task of finish scope `scope` threw `error`: the scope learns it, and the task ended.
   virtual void task_failed(void* scope, std::exception_ptr error) = 0;
+
+ protected:
+  void set_stopping() { stopping_.store(true, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace rill::detail
