@@ -382,6 +382,10 @@ TEST(HangReport, CycleBetweenTwoRanks) {
     });
     // Blocks this worker's thread on purpose (not a fiber wait): the watcher, which blocks its own
     // thread, must run on the rank's other worker, or this fiber could not resume to subscribe.
+    // The spawn for rank 1 must have left first: with both of this rank's threads blocked nobody
+    // would flush it (the other worker flushes when it runs out of work, but it may steal the
+    // watcher after a flush that came before the spawn was buffered: a hang under load in CI).
+    rill::am::flush();
     while (!published) std::this_thread::sleep_for(1ms);
     e1 = on_rank1;
     rill::event(on_rank1).wait();  // rank 1's event: rank 1 triggers it after its own wait
