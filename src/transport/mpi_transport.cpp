@@ -36,6 +36,12 @@ namespace rill::detail {
 
 namespace {
 
+#if defined(MPICH_VERSION)
+constexpr bool packs_on_stack = true;
+#else
+constexpr bool packs_on_stack = false;
+#endif
+
 constexpr int tag_eager = 7301;
 constexpr int tag_large = 7302;
 constexpr int preposted = 16;
@@ -110,10 +116,12 @@ class mpi_endpoint final : public endpoint {
 
   // Large lent buffers leave from where their parts are: one MPI datatype lists the parts' addresses
   // and MPI reads them in place; the done callback runs once the send has completed. (Through the
-  // loop-back or a ring the parts are copied anyway: the default path.)
+  // loop-back or a ring the parts are copied anyway: the default path.) Not under MPICH: its UCX
+  // path packs a non-contiguous send inside whichever progress call moves it, with a 128 KiB
+  // buffer on the stack, more than a worker's fiber stack has (a crash in MPICH 4.0, Debian 12).
   bool try_send_lent(int dest, lent_buffer& b) override {
     const std::size_t bytes = b.size();
-    if (dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
+    if (packs_on_stack || dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
     if (bytes > static_cast<std::size_t>(INT_MAX))
       throw misuse_error(fmt::format("a message of {} bytes is larger than the mpi transport carries", bytes));
     {
