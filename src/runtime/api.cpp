@@ -1,6 +1,7 @@
 // The non-template halves of the public API: they find the calling rank and call into it.
 #include <fmt/format.h>
 
+#include <limits>
 #include <thread>
 
 #include "messages/wire_format.hpp"
@@ -22,6 +23,14 @@ rank_state& sending_rank(int dest) {
   return r;
 }
 
+// A message's length travels as 32 bits (wire_format.hpp): larger payloads are refused before
+// anything is counted or sent.
+void check_payload_fits(std::size_t payload) {
+  if (payload > std::numeric_limits<std::uint32_t>::max())
+    throw rill::misuse_error(
+        fmt::format("rill::am::send: a payload of {} bytes is larger than a message carries (4 GiB - 1)", payload));
+}
+
 void count_sent(std::size_t n) { worker_counters::bump(current_worker()->counters().messages_sent, n); }
 
 }  // namespace
@@ -39,8 +48,9 @@ void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
   rank_state& r = sending_rank(dest);
   // Take the bytes out of the (thread-shared) scratch vector: sending may yield to another fiber.
   std::vector<std::byte> mine = std::move(bytes);
-  count_sent(1);
   const std::size_t payload = mine.size() - am_payload_offset;
+  check_payload_fits(payload);
+  count_sent(1);
   if (payload > r.large_bytes()) {
     wire::frame_single(mine, static_cast<std::uint32_t>(r.id()), static_cast<std::uint16_t>(id));
     const std::size_t size = mine.size();
@@ -63,6 +73,7 @@ event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, s
   std::size_t lent_bytes = 0;
   for (const auto& piece : lent) lent_bytes += piece.bytes.size();
   const std::size_t payload = bytes.size() - am_payload_offset + lent_bytes;
+  check_payload_fits(payload);
   lent_buffer b;
   std::size_t from = 0;
   for (const auto& piece : lent) {

@@ -152,6 +152,17 @@ TEST(fatal, send_to_a_rank_that_does_not_exist) {
               "rill::am::send to rank 5, but the ranks are 0..1");
 }
 
+// The zero-copy send refuses before it reads any element, so the view may point nowhere.
+TEST(fatal, payload_beyond_the_wire_limit_is_refused) {
+  EXPECT_EXIT(run_two_ranks([] {
+                const rill::view<std::byte> huge(reinterpret_cast<const std::byte*>(std::uintptr_t{4096}),
+                                                 std::size_t{5} << 30);
+                (void)rill::am::send_zero_copy(
+                    1, [](rill::view<std::byte>) {}, huge);
+              }),
+              ::testing::ExitedWithCode(rill::exit_fatal), "a payload of 5368709[0-9]+ bytes is larger than a message");
+}
+
 TEST(fatal, task_exception_is_reported) {
   EXPECT_EXIT(run_two_ranks([] { rill::spawn([] { throw std::runtime_error("task exploded"); }); }),
               ::testing::ExitedWithCode(rill::exit_fatal), "task exploded");
