@@ -83,7 +83,6 @@ event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, s
   }
   b.parts.emplace_back(bytes.data() + from, bytes.size() - from);
   if (payload <= r.large_bytes()) {  // a small message: copied into an aggregation buffer
-    b.owned = std::move(bytes);
     am_send_bytes(dest, id, b.gather());
     return event::none();
   }

@@ -102,17 +102,10 @@ void finish_task_ended(finish_proxy* p, std::exception_ptr error) {
     else
       report_remote_error(p, error);
   }
-  worker* w = current_worker();
-  if (!w) {
+  if (worker* w = current_worker())
+    w->count_ended(p);
+  else
     finish_release(p, 1);
-    return;
-  }
-  held_credit& c = w->credit();
-  if (c.scope != p) {
-    if (c.units) w->return_credit();
-    c.scope = p;
-  }
-  ++c.units;
 }
 
 void finish_release(finish_proxy* p, std::int64_t units) {
