@@ -105,10 +105,8 @@ class mpi_endpoint final : public endpoint {
       std::lock_guard g(lock_);
       if (!room_for_send(dest)) return false;
       const int tag = b.size() <= eager_bytes_ ? tag_eager : tag_large;
-      send_bufs_.push_back(std::move(b));
-      send_lent_.emplace_back();
+      start_send(pending_send{std::move(b), dest, MPI_DATATYPE_NULL, {}}, tag);
       b.clear();
-      start_send(dest, send_bufs_.back().data(), static_cast<int>(send_bufs_.back().size()), MPI_BYTE, tag);
     }
     run_lent_done();
     return true;
@@ -142,9 +140,8 @@ class mpi_endpoint final : public endpoint {
           "MPI_Type_create_hindexed");
       check(MPI_Type_commit(&type), "MPI_Type_commit");
       // The parts that are pieces of `owned` stay where they are: moving a vector keeps its storage.
-      send_bufs_.push_back(std::move(b.owned));
-      send_lent_.push_back(lent_send{type, std::move(b.done)});
-      start_send(dest, MPI_BOTTOM, 1, type, bytes <= eager_bytes_ ? tag_eager : tag_large);
+      start_send(pending_send{std::move(b.owned), dest, type, std::move(b.done)},
+                 bytes <= eager_bytes_ ? tag_eager : tag_large);
     }
     b = {};
     run_lent_done();
@@ -349,11 +346,10 @@ class mpi_endpoint final : public endpoint {
     std::lock_guard g(lock_);
     check(MPI_Waitall(static_cast<int>(send_reqs_.size()), send_reqs_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     send_reqs_.clear();
-    send_bufs_.clear();
     // The rank has stopped: nobody waits for the lent sends' callbacks any more.
-    for (auto& l : send_lent_)
-      if (l.type != MPI_DATATYPE_NULL) MPI_Type_free(&l.type);
-    send_lent_.clear();
+    for (auto& s : sends_)
+      if (s.type != MPI_DATATYPE_NULL) MPI_Type_free(&s.type);
+    sends_.clear();
     lent_done_.clear();
     check(MPI_Barrier(comm_), "MPI_Barrier");
     for (auto& r : recv_reqs_) {
@@ -364,9 +360,13 @@ class mpi_endpoint final : public endpoint {
   }
 
  private:
-  // A send's datatype and callback when it reads lent parts (try_send_lent).
-  struct lent_send {
-    MPI_Datatype type = MPI_DATATYPE_NULL;
+  // A send in flight: the bytes Rill owns of it and its destination; for a lent buffer
+  // (try_send_lent) also the datatype that lists its parts and the callback for when they may be
+  // reused.
+  struct pending_send {
+    buffer bytes;
+    int dest = 0;
+    MPI_Datatype type = MPI_DATATYPE_NULL;  // null: the message is `bytes`
     std::function<void()> done;
   };
 
@@ -384,11 +384,16 @@ class mpi_endpoint final : public endpoint {
     return in_flight_to_[static_cast<std::size_t>(dest)] < queue_limit_;
   }
 
-  // Starts the send whose buffer and lent_send were just queued. Called with lock_ held.
-  void start_send(int dest, const void* data, int count, MPI_Datatype type, int tag) {
-    send_dest_.push_back(dest);
+  // Queues and starts a send. Called with lock_ held.
+  void start_send(pending_send s, int tag) {
+    const int dest = s.dest;
+    const pending_send& p = sends_.emplace_back(std::move(s));
     send_reqs_.push_back(MPI_REQUEST_NULL);
-    check(MPI_Isend(data, count, type, dest, tag, comm_, &send_reqs_.back()), "MPI_Isend");
+    if (p.type == MPI_DATATYPE_NULL)
+      check(MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, dest, tag, comm_, &send_reqs_.back()),
+            "MPI_Isend");
+    else
+      check(MPI_Isend(MPI_BOTTOM, 1, p.type, dest, tag, comm_, &send_reqs_.back()), "MPI_Isend");
     ++in_flight_to_[static_cast<std::size_t>(dest)];
     mpi_busy_.store(true, std::memory_order_relaxed);
     ring_mpi_doorbell(dest);
@@ -454,12 +459,12 @@ class mpi_endpoint final : public endpoint {
     if (done == 0 || done == MPI_UNDEFINED) return;
     for (int k = 0; k < done; ++k) {
       const auto i = static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)]);
-      --in_flight_to_[static_cast<std::size_t>(send_dest_[i])];
-      recycle(std::move(send_bufs_[i]));
-      lent_send& lent = send_lent_[i];
-      if (lent.type != MPI_DATATYPE_NULL) check(MPI_Type_free(&lent.type), "MPI_Type_free");
-      if (lent.done) {
-        lent_done_.push_back(std::move(lent.done));
+      pending_send& s = sends_[i];
+      --in_flight_to_[static_cast<std::size_t>(s.dest)];
+      recycle(std::move(s.bytes));
+      if (s.type != MPI_DATATYPE_NULL) check(MPI_Type_free(&s.type), "MPI_Type_free");
+      if (s.done) {
+        lent_done_.push_back(std::move(s.done));
         has_lent_done_.store(true, std::memory_order_release);
       }
     }
@@ -469,16 +474,12 @@ class mpi_endpoint final : public endpoint {
       if (send_reqs_[r] == MPI_REQUEST_NULL) continue;
       if (w != r) {
         send_reqs_[w] = send_reqs_[r];
-        send_bufs_[w] = std::move(send_bufs_[r]);
-        send_lent_[w] = std::move(send_lent_[r]);
-        send_dest_[w] = send_dest_[r];
+        sends_[w] = std::move(sends_[r]);
       }
       ++w;
     }
     send_reqs_.resize(w);
-    send_bufs_.resize(w);
-    send_lent_.resize(w);
-    send_dest_.resize(w);
+    sends_.resize(w);
   }
 
   MPI_Comm comm_;
@@ -494,10 +495,8 @@ class mpi_endpoint final : public endpoint {
   int order_[preposted];  // indices of recv_reqs_ in the order they were posted (under lock_)
   bool burst_ = false;    // the last poll received something (under lock_)
   MPI_Status statuses_[preposted];
-  std::vector<buffer> send_bufs_;
-  std::vector<MPI_Request> send_reqs_;
-  std::vector<int> send_dest_;
-  std::vector<lent_send> send_lent_;              // parallel to send_bufs_ (empty for plain sends)
+  std::vector<pending_send> sends_;
+  std::vector<MPI_Request> send_reqs_;            // sends_' requests, side by side as MPI_Testsome takes them
   std::vector<std::function<void()>> lent_done_;  // callbacks of completed lent sends (under lock_)
   std::atomic<bool> has_lent_done_{false};
   std::vector<int> completed_;
