@@ -118,6 +118,16 @@ struct am_handler {
   }
 };
 
+// What am::send and am::send_zero_copy require of their callable (decayed) and arguments.
+template <class Fn, class... Args>
+constexpr void check_sendable() {
+  static_assert(std::is_pointer_v<Fn> || std::is_trivially_copyable_v<Fn>,
+                "rill::am::send ships functions and lambdas whose captures are trivially copyable; "
+                "pass other data as arguments");
+  static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
+                "rill::am::send: the callable cannot be called with these arguments");
+}
+
 }  // namespace rill::detail
 
 namespace rill::am {
@@ -125,11 +135,7 @@ namespace rill::am {
 template <class F, class... Args>
 void send(int dest, F&& fn, Args&&... args) {
   using Fn = std::decay_t<F>;
-  static_assert(std::is_pointer_v<Fn> || std::is_trivially_copyable_v<Fn>,
-                "rill::am::send ships functions and lambdas whose captures are trivially copyable; "
-                "pass other data as arguments");
-  static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
-                "rill::am::send: the callable cannot be called with these arguments");
+  detail::check_sendable<Fn, Args...>();
   using H = detail::am_handler<Fn, std::decay_t<Args>...>;
   const std::uint32_t id = detail::handler_id<H>::value;
   if constexpr (detail::all_trivially_copyable<std::decay_t<Args>...>) {
@@ -158,13 +164,9 @@ void send(int dest, F&& fn, Args&&... args) {
 template <class F, class... Args>
 event send_zero_copy(int dest, F&& fn, Args&&... args) {
   using Fn = std::decay_t<F>;
-  static_assert(std::is_pointer_v<Fn> || std::is_trivially_copyable_v<Fn>,
-                "rill::am::send_zero_copy ships functions and lambdas whose captures are trivially copyable; "
-                "pass other data as arguments");
+  detail::check_sendable<Fn, Args...>();
   static_assert((detail::is_view<std::decay_t<Args>>::value || ...),
                 "rill::am::send_zero_copy: no rill::view argument, nothing to leave in place (use send)");
-  static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
-                "rill::am::send_zero_copy: the callable cannot be called with these arguments");
   using H = detail::am_handler<Fn, std::decay_t<Args>...>;
   std::vector<std::byte> buf(detail::am_payload_offset + H::fn_bytes);
   detail::store_callable<Fn>(buf.data() + detail::am_payload_offset, fn);
