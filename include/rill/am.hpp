@@ -28,6 +28,11 @@ int sender();
 // Sends every buffered message of the calling rank now, whatever the thresholds.
 void flush();
 
+// The largest payload (serialized arguments and captures) one message carries: 4 GiB - 1 bytes, or
+// less where the transport carries less (2 GiB - 1 under mpi). send and send_zero_copy throw
+// rill::misuse_error for a larger one, before anything is sent.
+std::size_t max_payload_bytes();
+
 }  // namespace rill::am
 
 namespace rill::detail {

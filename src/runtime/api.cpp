@@ -1,6 +1,7 @@
 // The non-template halves of the public API: they find the calling rank and call into it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <thread>
 
@@ -23,12 +24,19 @@ rank_state& sending_rank(int dest) {
   return r;
 }
 
-// A message's length travels as 32 bits (wire_format.hpp): larger payloads are refused before
-// anything is counted or sent.
-void check_payload_fits(std::size_t payload) {
-  if (payload > std::numeric_limits<std::uint32_t>::max())
-    throw rill::misuse_error(
-        fmt::format("rill::am::send: a payload of {} bytes is larger than a message carries (4 GiB - 1)", payload));
+// A message's length travels as 32 bits (wire_format.hpp), and a transport may carry less (MPI
+// counts an int of bytes).
+std::size_t max_payload(const rank_state& r) {
+  return std::min<std::size_t>(std::numeric_limits<std::uint32_t>::max(),
+                               r.max_buffer_bytes() - wire::single_prefix_bytes);
+}
+
+// Larger payloads are refused before anything is counted or sent.
+void check_payload_fits(const rank_state& r, std::size_t payload) {
+  if (payload > max_payload(r))
+    throw rill::misuse_error(fmt::format(
+        "rill::am::send: a payload of {} bytes is larger than a message carries ({} bytes; see am::max_payload_bytes)",
+        payload, max_payload(r)));
 }
 
 void count_sent(std::size_t n) { worker_counters::bump(current_worker()->counters().messages_sent, n); }
@@ -49,7 +57,7 @@ void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
   // Take the bytes out of the (thread-shared) scratch vector: sending may yield to another fiber.
   std::vector<std::byte> mine = std::move(bytes);
   const std::size_t payload = mine.size() - am_payload_offset;
-  check_payload_fits(payload);
+  check_payload_fits(r, payload);
   count_sent(1);
   if (payload > r.large_bytes()) {
     wire::frame_single(mine, static_cast<std::uint32_t>(r.id()), static_cast<std::uint16_t>(id));
@@ -73,7 +81,7 @@ event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, s
   std::size_t lent_bytes = 0;
   for (const auto& piece : lent) lent_bytes += piece.bytes.size();
   const std::size_t payload = bytes.size() - am_payload_offset + lent_bytes;
-  check_payload_fits(payload);
+  check_payload_fits(r, payload);
   lent_buffer b;
   std::size_t from = 0;
   for (const auto& piece : lent) {
@@ -117,6 +125,8 @@ int am::sender() {
   detail::worker* w = detail::current_worker();
   return w ? w->current_fiber()->message_source : -1;
 }
+
+std::size_t am::max_payload_bytes() { return detail::max_payload(detail::current_rank("rill::am::max_payload_bytes")); }
 
 void am::flush() { detail::current_rank("rill::am::flush").agg().flush_all(); }
 

@@ -79,6 +79,8 @@ class rank_state final : public rank_services {
   // The global heap's allocator: on rank 0, else nullptr.
   symmetric_heap* global_heap() { return global_heap_.get(); }
   std::size_t large_bytes() const { return large_bytes_; }
+  // The largest buffer the transport carries to another rank.
+  std::size_t max_buffer_bytes() const { return ep_.max_buffer_bytes(); }
   // The machine's description, shared by the ranks of this process; set once at start-up.
   const rill::machine& machine_model() const { return *machine_; }
   void set_machine(std::shared_ptr<const rill::machine> m) { machine_ = std::move(m); }

@@ -68,6 +68,8 @@ class endpoint {
   virtual bool has_input() const = 0;
   // Called (from any thread) when a buffer arrives for this endpoint; used to wake sleepers.
   virtual void on_arrival(std::function<void()> wake) = 0;
+  // The largest buffer this endpoint carries (try_send's and try_send_lent's callers keep to it).
+  virtual std::size_t max_buffer_bytes() const { return SIZE_MAX; }
 
   // Buffer reuse, so that large payloads do not pay an allocation (and its zero-fill) per message.
   // recycle() takes a received buffer whose messages have all started (any size; its contents are

@@ -2,6 +2,7 @@
 // back-pressure, and shutdown that waits for every message.
 #include <mpi.h>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -373,6 +374,41 @@ TEST_P(messages, run_returns_only_after_all_forwarded_work_is_done) {
   std::uint64_t total = here;
   if (under_mpi()) MPI_Allreduce(&here, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_EQ(total, static_cast<std::uint64_t>(chains) * (length + 1));
+}
+
+per_rank delivered_after_refusal;
+
+// A payload beyond what one message carries (4 GiB - 1, 2 GiB - 1 under mpi) is refused before it
+// is counted or sent: the send throws, later sends arrive, and the run ends (a message counted but
+// never sent would hold the run forever). The view points nowhere: the refusal reads no element.
+TEST_P(messages, payload_beyond_what_a_message_carries_is_refused_before_it_is_sent) {
+  reset(delivered_after_refusal);
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  const int code = rt.run([] {
+    const std::size_t limit = rill::am::max_payload_bytes();
+    expect(limit <= std::numeric_limits<std::uint32_t>::max(), "the limit fits the wire's 32-bit length");
+    expect(!under_mpi() || limit < (std::size_t{1} << 31), "under mpi the limit fits MPI's int count");
+    const int to = rill::rank_n() - 1;
+    const rill::view<std::byte> huge(reinterpret_cast<const std::byte*>(std::uintptr_t{4096}), limit);
+    std::string refusal;
+    try {
+      (void)rill::am::send_zero_copy(
+          to, [](rill::view<std::byte>) {}, huge);
+    } catch (const rill::misuse_error& e) {
+      refusal = e.what();
+    }
+    expect(refusal.find("larger than a message carries") != std::string::npos, "refused, said: " + refusal);
+    rill::am::send(to, [] { delivered_after_refusal[static_cast<std::size_t>(rill::rank_me())]++; });
+    return 0;
+  });
+  EXPECT_EQ(code, 0);
+  std::uint64_t here = 0;
+  for (int r : hosted_ranks(rt.ranks(), my_mpi_rank()))
+    here += delivered_after_refusal[static_cast<std::size_t>(r)].load();
+  std::uint64_t total = here;
+  if (under_mpi()) MPI_Allreduce(&here, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(total, 1u);
 }
 
 TEST_P(messages, spmd_returns_the_lowest_ranked_failure) {
