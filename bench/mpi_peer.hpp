@@ -4,8 +4,10 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
@@ -84,6 +86,18 @@ inline void init(int& argc, char**& argv) {
   if (provided < MPI_THREAD_SERIALIZED) {
     std::fputs("bench: this MPI does not provide MPI_THREAD_SERIALIZED\n", stderr);
     MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
+
+// A barrier that sleeps while it waits: MPI_Barrier polls, and would take a core from a rank that
+// is measuring something on both cores of the node meanwhile.
+inline void sleeping_barrier() {
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  for (int done = 0;;) {
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
 

@@ -7,6 +7,7 @@
 //   uts <tree flags> --bench --name T1 [--quick]        bench/run's mode: one JSON line
 //   uts <tree flags> --bench-ranks --name T1 [--quick]  2 ranks x 1 worker against 1 rank x 2 workers
 //                                                       (bench/uts_across_ranks.cpp): one JSON line
+//   mpirun -np 2 uts <tree flags> --bench-ranks ...     the same, the 2 ranks on the mpi transport
 //
 // Prints the reference's statistics (tree size, depth, leaves) and nodes/s. In --bench mode the
 // tree is traversed sequentially once, then by Rill, TBB and OpenMP tasks with the same number of
@@ -16,13 +17,16 @@
 // on a thread of their own).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "common.hpp"
+#include "mpi_peer.hpp"
 #include "rill/rill.hpp"
 #include "uts/traverse.hpp"
 #include "uts/tree.hpp"
@@ -76,9 +80,29 @@ timed time_one(const std::function<uts::counts()>& f) {
   return {c, bench::seconds_since(t0)};
 }
 
+// Under mpirun, --bench-ranks makes a runtime on the mpi transport for each measurement, so MPI is
+// initialised here (a runtime then leaves it initialised), and the runtime of main, which only
+// reads the flags, runs on the local transport: two runtimes must not share MPI.
+std::vector<char*> runtime_words(int argc, char** argv, bool mpi_ranks) {
+  std::vector<char*> words(argv, argv + argc);
+  static char local[] = "--rill:transport=local";
+  if (mpi_ranks) words.insert(words.begin() + 1, local);
+  words.push_back(nullptr);
+  return words;
+}
+
+bool has_word(int argc, char** argv, std::string_view word) {
+  return std::find(argv + 1, argv + argc, word) != argv + argc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool mpi_ranks = bench::mpi_peer::launched_by_mpirun() && has_word(argc, argv, "--bench-ranks");
+  if (mpi_ranks) bench::mpi_peer::init(argc, argv);
+  std::vector<char*> words = runtime_words(argc, argv, mpi_ranks);
+  argc = static_cast<int>(words.size()) - 1;
+  argv = words.data();
   rill::runtime rt(argc, argv);
 
   CLI::App app{"G1: UTS (Unbalanced Tree Search) with the reference's tree flags; Rill, TBB, OpenMP"};
@@ -109,7 +133,10 @@ int main(int argc, char** argv) {
   if (bench_ranks) {
     const uts::counts seq = uts::traverse_sequential(tree);
     const char* policies[] = {"off", "random", "hierarchical"};
-    return bench_across_ranks(tree, seq, name, p.describe(), policies[static_cast<int>(rt.options().steal)], reps);
+    const int rc =
+        bench_across_ranks(tree, seq, name, p.describe(), policies[static_cast<int>(rt.options().steal)], reps);
+    if (mpi_ranks) MPI_Finalize();
+    return rc;
   }
   if (!bench_mode) {
     std::printf("UTS - Unbalanced Tree Search (Rill bench/uts)\n");

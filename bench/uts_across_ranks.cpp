@@ -2,18 +2,22 @@
 // rank steals, against Rill on 1 rank x 2 workers (finish/async) -- the same two cores either way.
 // The target is the ratio: at least 0.9.
 //
-// Each repetition of each configuration runs in a runtime of its own, in this process, on the
-// local transport (a runtime runs once; the two configurations alternate so that load from
-// elsewhere falls on both alike). Every traversal's statistics must equal the sequential ones.
+// Each repetition of each configuration runs in a runtime of its own (a runtime runs once); the
+// two configurations alternate so that load from elsewhere falls on both alike. The 2 ranks run
+// on the local transport, or under mpirun on the mpi transport: then the 1-rank reference runs in
+// rank 0's process while rank 1 sleeps. Every traversal's statistics must equal the sequential
+// ones.
 #include "uts_across_ranks.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
+#include "mpi_peer.hpp"
 #include "rill/rill.hpp"
 #include "uts/traverse.hpp"
 
@@ -48,32 +52,46 @@ struct fresh_runtime {
 int bench_across_ranks(const uts::tree& tree, const uts::counts& sequential, const std::string& name,
                        const std::string& flags_text, const std::string& steal, int reps) {
   constexpr int ranks = 2;
+  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  if (mpi && bench::mpi_peer::world_size() != ranks) {
+    if (bench::mpi_peer::world_rank() == 0)
+      std::fprintf(stderr, "uts --bench-ranks: run it with mpirun -np %d, not %d\n", ranks,
+                   bench::mpi_peer::world_size());
+    return 2;
+  }
+  const bool reference_here = !mpi || bench::mpi_peer::world_rank() == 0;
+  const std::string transport = mpi ? "mpi" : "local";
   uts::prepare_distributed(tree, ranks);
   fresh_runtime one_rank{{"--rill:transport=local", "--rill:ranks=1", "--rill:workers=2"}};
-  fresh_runtime two_ranks{
-      {"--rill:transport=local", fmt::format("--rill:ranks={}", ranks), "--rill:workers=1", "--rill:steal=" + steal}};
+  std::vector<std::string> two_rank_flags{"--rill:transport=" + transport, "--rill:workers=1", "--rill:steal=" + steal};
+  if (!mpi) two_rank_flags.push_back(fmt::format("--rill:ranks={}", ranks));
+  fresh_runtime two_ranks{two_rank_flags};
   long errors = 0;
   std::vector<double> spread, local;
   for (int r = -1; r < reps; ++r) {  // r == -1: warm-up
     const double d = two_ranks.nodes_per_s([] { return uts::traverse_rill_distributed(); }, sequential, errors);
-    const double l = one_rank.nodes_per_s([&] { return uts::traverse_rill(tree); }, sequential, errors);
+    double l = 0;
+    if (reference_here) l = one_rank.nodes_per_s([&] { return uts::traverse_rill(tree); }, sequential, errors);
+    if (mpi) bench::mpi_peer::sleeping_barrier();
+    if (!reference_here) continue;
     bench::progress("G1 {} across ranks rep {}: 2 ranks x 1 worker {:.3g} nodes/s, 1 rank x 2 workers {:.3g}", name, r,
                     d, l);
     if (r < 0) continue;
     spread.push_back(d);
     local.push_back(l);
   }
+  if (!reference_here) return 0;  // (the top-level tasks, and their checks, ran on rank 0)
   bench::result res;
   res.id = "G1";
-  res.case_name =
-      fmt::format("{}, {} ranks x 1 worker, async_any + stealing ({}) vs 1 rank x 2 workers", name, ranks, steal);
+  res.case_name = fmt::format("{}, {} ranks x 1 worker ({}), async_any + stealing ({}) vs 1 rank x 2 workers", name,
+                              ranks, transport, steal);
   res.metric = "nodes/s";
   res.unit = "nodes/s";
   res.higher_is_better = true;
   res.rill = spread;
   res.peer = "Rill, 1 rank x 2 workers (finish/async)";
   res.peer_values = local;
-  res.extra = {{"ranks", ranks},      {"workers", 1},   {"transport", "local"},      {"tree", name},
+  res.extra = {{"ranks", ranks},      {"workers", 1},   {"transport", transport},    {"tree", name},
                {"flags", flags_text}, {"steal", steal}, {"nodes", sequential.nodes}, {"target_ratio", 0.9},
                {"errors", errors}};
   bench::emit(res);
