@@ -127,8 +127,7 @@ event_table::~event_table() {
   const std::uint32_t n = slot_count_.load();
   for (std::uint32_t i = 0; i < n; ++i) discard(slot_at(i).waiters);
   for (int k = 0; k < max_chunks; ++k) delete[] chunks_[static_cast<std::size_t>(k)].load();
-  for (auto& sh : shards_)
-    for (auto& [key, rec] : sh.slots) discard(rec.waiters);
+  remote_.for_each([&](int, std::uint32_t, remote_slot& rec) { discard(rec.waiters); });
 }
 
 event_table::owned_slot& event_table::slot_at(std::uint32_t index) {
@@ -317,7 +316,7 @@ void event_table::trigger_remote(event e, poison_ptr cause) {
   {
     shard& sh = shard_of(key);
     std::lock_guard g(sh.m);
-    remote_slot& rec = sh.slots[key];
+    remote_slot& rec = remote_.at(e.owner(), e.slot());
     if (e.generation() <= rec.known || e.generation() <= rec.local_gen) {
       throw misuse_error(fmt::format("rill: event (rank {}, slot {}, generation {}) triggered twice", e.owner(),
                                      e.slot(), e.generation()));
@@ -367,7 +366,7 @@ event_status event_table::query(event e) {
   {
     shard& sh = shard_of(key);
     std::lock_guard g(sh.m);
-    remote_slot& rec = sh.slots[key];
+    remote_slot& rec = remote_.at(e.owner(), e.slot());
     if (e.generation() <= rec.known) return {true, true, find_poison(rec.poisoned, e.generation())};
     if (e.generation() == rec.local_gen) return {true, true, rec.local_cause};
     if (e.generation() < rec.local_gen) return {true, false, nullptr};  // a later one was created: triggered
@@ -417,7 +416,7 @@ void event_table::on_trigger(event e, event_waiter* w) {
   {
     shard& sh = shard_of(key);
     std::lock_guard g(sh.m);
-    remote_slot& rec = sh.slots[key];
+    remote_slot& rec = remote_.at(e.owner(), e.slot());
     if (e.generation() <= rec.known) {
       w->cause = find_poison(rec.poisoned, e.generation());
     } else if (e.generation() == rec.local_gen) {
@@ -486,7 +485,7 @@ void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through
   {
     shard& sh = shard_of(key);
     std::lock_guard g(sh.m);
-    remote_slot& rec = sh.slots[key];
+    remote_slot& rec = remote_.at(owner, slot);
     for (const auto& p : poisoned) {
       if (!find_poison(rec.poisoned, p.gen)) rec.poisoned.push_back({p.gen, from_wire(p)});
     }
@@ -530,10 +529,7 @@ event_counts event_table::counts() {
     c.notifications_sent += s.notifications.load(std::memory_order_relaxed);
     c.triggers_sent += s.triggers.load(std::memory_order_relaxed);
   }
-  for (auto& sh : shards_) {
-    std::lock_guard g(sh.m);
-    c.remote_slots += sh.slots.size();
-  }
+  c.remote_slots = remote_.size();
   return c;
 }
 

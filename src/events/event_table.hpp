@@ -8,13 +8,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/spinlock.hpp"
 #include "events/event_trace.hpp"
 #include "events/free_slots.hpp"
+#include "events/remote_slots.hpp"
 #include "rill/event.hpp"
 
 namespace rill::detail {
@@ -24,12 +24,6 @@ struct event_status {
   bool triggered = false;
   bool known = false;  // whether `cause` is known (false only for remote generations inferred triggered)
   poison_ptr cause;    // set when poisoned
-};
-
-// A poisoned generation of a slot, remembered as long as the slot exists.
-struct poisoned_gen {
-  std::uint64_t gen;
-  poison_ptr cause;
 };
 
 // The wire form of a poisoned generation.
@@ -133,17 +127,9 @@ class event_table {
     bool has_pinned_subscribers() const { return extra && !extra->pinned_subscribers.empty(); }
   };
   static const std::vector<poisoned_gen> no_poison;
-  struct remote_slot {
-    std::uint64_t known = 0;       // the owner said: every generation <= known has triggered
-    std::uint64_t subscribed = 0;  // the latest generation this rank subscribed to
-    std::uint64_t local_gen = 0;   // the latest generation this rank triggered itself
-    poison_ptr local_cause;
-    std::vector<poisoned_gen> poisoned;  // known poisoned generations <= known
-    event_waiter* waiters = nullptr;     // each waiting for w->gen > known
-  };
-  struct shard {
+  // Guards the remote_slots records whose keys fall in it (remote_key % shard_count).
+  struct alignas(64) shard {
     spinlock m;  // every section is a lookup and a few stores
-    std::unordered_map<std::uint64_t, remote_slot> slots;
   };
 
   // Slots live in chunks of doubling size that never move: chunk k holds chunk_base << k slots.
@@ -181,6 +167,7 @@ class event_table {
   std::array<std::atomic<owned_slot*>, max_chunks> chunks_{};
 
   std::array<shard, shard_count> shards_;
+  remote_slots remote_{ranks_};
 
   std::atomic<std::uint64_t> created_{0};
   std::atomic<std::uint64_t> untriggered_{0};

@@ -290,19 +290,16 @@ std::string event_table::pending_report() {
       }
     }
   }
-  for (auto& sh : shards_) {
-    std::lock_guard g(sh.m);
-    for (const auto& [key, rec] : sh.slots) {
-      for (event_waiter* w = rec.waiters; w; w = w->next) {
-        const event e =
-            event::from_parts(static_cast<std::uint32_t>(key >> 32), static_cast<std::uint32_t>(key), w->gen);
-        auto& entry = waited[e];
-        if (entry.first.empty())
-          entry.first = fmt::format("owned by rank {} (that rank's report names its operation)", e.owner());
-        entry.second.push_back(describe_waiter(*w));
-      }
+  remote_.for_each([&](int owner, std::uint32_t slot, const remote_slot& rec) {
+    std::lock_guard g(shard_of(remote_key(owner, slot)).m);
+    for (event_waiter* w = rec.waiters; w; w = w->next) {
+      const event e = event::from_parts(static_cast<std::uint32_t>(owner), slot, w->gen);
+      auto& entry = waited[e];
+      if (entry.first.empty())
+        entry.first = fmt::format("owned by rank {} (that rank's report names its operation)", e.owner());
+      entry.second.push_back(describe_waiter(*w));
     }
-  }
+  });
   std::string out;
   for (const auto& [e, entry] : waited) {
     out += fmt::format("  {} {}, untriggered; waited on by:\n", event_name(e), entry.first);
