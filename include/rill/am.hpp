@@ -29,8 +29,9 @@ int sender();
 void flush();
 
 // The largest payload (serialized arguments and captures) one message carries: 4 GiB - 1 bytes, or
-// less where the transport carries less (2 GiB - 1 under mpi). send and send_zero_copy throw
-// rill::misuse_error for a larger one, before anything is sent.
+// less where the transport carries less (under mpi 2^31 - 21: MPI counts an int of bytes, and the
+// message header takes 20). send and send_zero_copy throw rill::misuse_error for a larger one,
+// before anything is sent. Call it from a Rill task.
 std::size_t max_payload_bytes();
 
 }  // namespace rill::am

@@ -366,6 +366,11 @@ event free(gaddr a) {
 event migrate(gaddr a, int to) {
   if (to < 0 || to >= rank_n())
     throw misuse_error(fmt::format("rill::gas::migrate: rank {} does not exist (there are {})", to, rank_n()));
+  // A block travels as one message (with a few bytes of header beside its contents).
+  if (a.block_bytes() + 64 > am::max_payload_bytes())
+    throw misuse_error(
+        fmt::format("rill::gas::migrate: a block of {} bytes cannot move: one message carries at most {}",
+                    a.block_bytes(), am::max_payload_bytes()));
   promise<void> p;
   future<void> out = p.get_future();
   rill::detail::route_leaving(a, 0, rill::detail::leaving{to, p.ref()});

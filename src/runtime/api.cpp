@@ -34,9 +34,10 @@ std::size_t max_payload(const rank_state& r) {
 // Larger payloads are refused before anything is counted or sent.
 void check_payload_fits(const rank_state& r, std::size_t payload) {
   if (payload > max_payload(r))
-    throw rill::misuse_error(fmt::format(
-        "rill::am::send: a payload of {} bytes is larger than a message carries ({} bytes; see am::max_payload_bytes)",
-        payload, max_payload(r)));
+    throw rill::misuse_error(
+        fmt::format("rill: a message payload of {} bytes is larger than a message carries ({} bytes; see "
+                    "rill::am::max_payload_bytes)",
+                    payload, max_payload(r)));
 }
 
 void count_sent(std::size_t n) { worker_counters::bump(current_worker()->counters().messages_sent, n); }

@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -103,6 +104,7 @@ class mpi_endpoint final : public endpoint {
       b.clear();
       return true;
     }
+    check_fits(b.size(), dest);
     {
       std::lock_guard g(lock_);
       if (!room_for_send(dest)) return false;
@@ -122,6 +124,7 @@ class mpi_endpoint final : public endpoint {
   bool try_send_lent(int dest, lent_buffer& b) override {
     const std::size_t bytes = b.size();
     if (packs_on_stack || dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
+    check_fits(bytes, dest);
     {
       std::lock_guard g(lock_);
       if (!room_for_send(dest)) return false;
@@ -382,6 +385,14 @@ class mpi_endpoint final : public endpoint {
     if (in_flight_to_[static_cast<std::size_t>(dest)] < queue_limit_) return true;
     complete_sends();
     return in_flight_to_[static_cast<std::size_t>(dest)] < queue_limit_;
+  }
+
+  // MPI counts an int of bytes. (The runtime refuses larger messages before it counts them, see
+  // max_buffer_bytes: this is the last line, never a silent truncation.)
+  void check_fits(std::size_t bytes, int dest) const {
+    if (bytes > max_buffer_bytes())
+      throw std::length_error(fmt::format("mpi transport: a buffer of {} bytes to rank {} exceeds {} bytes", bytes,
+                                          dest, max_buffer_bytes()));
   }
 
   // Queues and starts a send. Called with lock_ held.

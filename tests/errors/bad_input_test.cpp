@@ -160,7 +160,7 @@ TEST(fatal, payload_beyond_the_wire_limit_is_refused) {
                 (void)rill::am::send_zero_copy(
                     1, [](rill::view<std::byte>) {}, huge);
               }),
-              ::testing::ExitedWithCode(rill::exit_fatal), "a payload of 5368709[0-9]+ bytes is larger than a message");
+              ::testing::ExitedWithCode(rill::exit_fatal), "payload of 5368709[0-9]+ bytes is larger than a message");
 }
 
 TEST(fatal, task_exception_is_reported) {

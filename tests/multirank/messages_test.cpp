@@ -378,7 +378,7 @@ TEST_P(messages, run_returns_only_after_all_forwarded_work_is_done) {
 
 per_rank delivered_after_refusal;
 
-// A payload beyond what one message carries (4 GiB - 1, 2 GiB - 1 under mpi) is refused before it
+// A payload beyond what one message carries (4 GiB - 1, 2^31 - 21 under mpi) is refused before it
 // is counted or sent: the send throws, later sends arrive, and the run ends (a message counted but
 // never sent would hold the run forever). The view points nowhere: the refusal reads no element.
 TEST_P(messages, payload_beyond_what_a_message_carries_is_refused_before_it_is_sent) {
@@ -390,7 +390,7 @@ TEST_P(messages, payload_beyond_what_a_message_carries_is_refused_before_it_is_s
     expect(limit <= std::numeric_limits<std::uint32_t>::max(), "the limit fits the wire's 32-bit length");
     expect(!under_mpi() || limit < (std::size_t{1} << 31), "under mpi the limit fits MPI's int count");
     const int to = rill::rank_n() - 1;
-    const rill::view<std::byte> huge(reinterpret_cast<const std::byte*>(std::uintptr_t{4096}), limit);
+    const rill::view<std::byte> huge(reinterpret_cast<const std::byte*>(std::uintptr_t{4096}), limit + 1);
     std::string refusal;
     try {
       (void)rill::am::send_zero_copy(
