@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   if (bench_ranks) {
     const uts::counts seq = uts::traverse_sequential(tree);
     const char* policies[] = {"off", "random", "hierarchical"};
-    const int rc =
-        bench_across_ranks(tree, seq, name, p.describe(), policies[static_cast<int>(rt.options().steal)], reps);
+    const int rc = bench_across_ranks(tree, seq, name, p.describe(), policies[static_cast<int>(rt.options().steal)],
+                                      reps, mpi_ranks);
     if (mpi_ranks) MPI_Finalize();
     return rc;
   }

@@ -50,9 +50,8 @@ struct fresh_runtime {
 }  // namespace
 
 int bench_across_ranks(const uts::tree& tree, const uts::counts& sequential, const std::string& name,
-                       const std::string& flags_text, const std::string& steal, int reps) {
+                       const std::string& flags_text, const std::string& steal, int reps, bool mpi) {
   constexpr int ranks = 2;
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
   if (mpi && bench::mpi_peer::world_size() != ranks) {
     if (bench::mpi_peer::world_rank() == 0)
       std::fprintf(stderr, "uts --bench-ranks: run it with mpirun -np %d, not %d\n", ranks,

@@ -1,14 +1,18 @@
 // What a rank knows of other ranks' event slots, found by (owner, slot) in a few dependent loads.
 //
-// A remote notification looks its record up once (R1's remote hop: one lookup per hop), and a hash
-// map's bucket division and node chase took a measurable part of that hop. Slots are dense small
-// integers on their owner, so each owner here has a directory of pages of `page_records` records;
-// the directory grows in chunks of doubling size that never move, and a page appears when one of
-// its slots is first used. Records never move and live as long as the table. Memory: a page per
-// 32 neighbouring slots in use, and a directory of 8 bytes per 32 slots up to the highest in use,
-// zeroed lazily by the OS where large (calloc), so that a stray high slot index costs little.
+// A remote notification looks its record up once (R1's remote hop: one lookup per hop). Slots are
+// dense small integers on their owner, and events made together have neighbouring slots, so the
+// records live at their slot index: each owner has a directory of pages of `page_records` records,
+// and neighbouring events share a page and its cache lines (in a hash map they lay wherever their
+// nodes were allocated; docs/performance.md, R1). The directory grows in chunks of doubling size
+// that never move, and a page appears when one of its slots is first used. Records never move and
+// live as long as the table. Memory: a page per 32 neighbouring slots in use, and a directory of 8
+// bytes per 32 slots up to the highest in use; large chunks come from calloc, which the OS zeroes
+// lazily, so a stray slot index near 2^31 reserves up to 512 MiB of address space but commits
+// little.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -63,7 +67,7 @@ class remote_slots {
     const int k = std::bit_width(j) - 1;
     std::atomic<page**>& chunk_at = d.chunks[static_cast<std::size_t>(k)];
     page** chunk = chunk_at.load(std::memory_order_acquire);
-    if (!chunk) chunk = install_chunk(chunk_at, directory_base << k);
+    if (!chunk) chunk = install_chunk(chunk_at, chunk_pages(k));
     std::atomic_ref<page*> page_at(chunk[p - directory_base * ((1u << k) - 1)]);
     page* pg = page_at.load(std::memory_order_acquire);
     if (!pg) pg = install_page(page_at, owner, slot - slot % page_records);
@@ -94,11 +98,16 @@ class remote_slots {
     std::uint32_t first_slot = 0;
     page* next = nullptr;  // every page is on one list (pages_), for for_each and the destructor
   };
-  // Chunk k lists directory_base << k pages; 24 chunks cover every 32-bit slot.
+  // Chunk k lists directory_base << k pages from page directory_base * (2^k - 1) on; 24 chunks
+  // cover every 32-bit slot, the last only as far as the slots go.
   static constexpr std::uint32_t directory_base = 16;
   static constexpr int directory_chunks = 24;
-  static_assert(std::uint64_t{directory_base} * ((std::uint64_t{1} << directory_chunks) - 1) * page_records >=
-                std::uint64_t{1} << 32);
+  static constexpr std::uint64_t pages_in_all = (std::uint64_t{1} << 32) / page_records;
+  static_assert(std::uint64_t{directory_base} * ((std::uint64_t{1} << directory_chunks) - 1) >= pages_in_all);
+  static std::size_t chunk_pages(int k) {
+    const std::uint64_t first = std::uint64_t{directory_base} * ((std::uint64_t{1} << k) - 1);
+    return static_cast<std::size_t>(std::min<std::uint64_t>(std::uint64_t{directory_base} << k, pages_in_all - first));
+  }
   struct directory {
     std::array<std::atomic<page**>, directory_chunks> chunks{};
   };

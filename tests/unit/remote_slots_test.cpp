@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -20,8 +21,9 @@ TEST(RemoteSlots, EachOwnerAndSlotHasOneRecordThatStaysPut) {
   remote_slots t(3);
   std::map<std::pair<int, std::uint32_t>, remote_slot*> seen;
   std::mt19937 rng(5);
-  // Slots across many pages and directory chunks (up to 2^28: under TSan calloc zeroes a whole chunk).
-  std::vector<std::uint32_t> slots{0, 1, 31, 32, 511, 512, 4095, 70'000, 1u << 20, 0x0fff'ffffu};
+  // Slots across many pages and directory chunks, up to the last 32-bit one (in a small last chunk;
+  // 2^31, in a 512 MiB one, would take long under TSan, whose calloc zeroes it).
+  std::vector<std::uint32_t> slots{0, 1, 31, 32, 511, 512, 4095, 70'000, 1u << 20, 0x0fff'ffffu, 0xffff'ffffu};
   for (int i = 0; i < 200; ++i) slots.push_back(static_cast<std::uint32_t>(rng() % 100'000));
   for (int owner = 0; owner < 3; ++owner) {
     for (std::uint32_t s : slots) {
@@ -43,7 +45,7 @@ TEST(RemoteSlots, EachOwnerAndSlotHasOneRecordThatStaysPut) {
 TEST(RemoteSlots, ForEachVisitsEveryRecordInUseOnceWithItsName) {
   remote_slots t(2);
   std::map<std::pair<int, std::uint32_t>, int> expected;
-  for (std::uint32_t s : {3u, 33u, 1000u, 123'456u, 0x0fff'fff0u}) {
+  for (std::uint32_t s : {3u, 33u, 1000u, 123'456u, 0x0fff'fff0u, 0xffff'ffffu}) {
     t.at(1, s);
     expected[{1, s}] = 0;
   }
@@ -81,7 +83,35 @@ TEST(RemoteSlots, ConcurrentFirstLookupsAgreeOnOneRecord) {
       for (int i = 1; i < threads; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)][s], got[0][s]) << "slot " << s * 97;
       ASSERT_EQ(got[0][s], &t.at(1, s * 97));
     }
+    EXPECT_EQ(t.size(), per_thread) << "each record counted once, whichever thread used it first";
   }
+}
+
+// The hang report walks the records while workers make new ones: it sees only records in use,
+// each under its own name, and misses at most the newest.
+TEST(RemoteSlots, ForEachWhileRecordsAreMadeSeesOnlyRecordsInUse) {
+  remote_slots t(2);
+  constexpr std::uint32_t made = 20'000;
+  std::atomic<bool> done{false};
+  std::thread maker([&] {
+    for (std::uint32_t k = 0; k < made; ++k) t.at(1, k * 3).known = k * 3 + 1;  // slot * 3, known = slot + 1
+    done = true;
+  });
+  std::uint64_t walks = 0, bad = 0;
+  while (!done) {
+    t.for_each([&](int owner, std::uint32_t slot, remote_slot&) {
+      if (owner != 1 || slot % 3 != 0 || slot / 3 >= made) ++bad;
+    });
+    ++walks;
+  }
+  maker.join();
+  std::uint64_t seen = 0;
+  t.for_each([&](int, std::uint32_t slot, remote_slot& r) {
+    ++seen;
+    if (r.known != slot + 1) ++bad;
+  });
+  EXPECT_EQ(bad, 0u) << "over " << walks << " walks";
+  EXPECT_EQ(seen, made);
 }
 
 }  // namespace
