@@ -1,7 +1,11 @@
 // The unit the scheduler moves around: a type-erased callable in a fixed-size, pooled record.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -47,12 +51,27 @@ struct run_plain {
 template <class Run>
 concept ships_tasks = Run::ships;
 
+// A copy of a closure read a word at a time. The caller has usually just built it on its stack
+// with stores of 8 bytes or less; read with 16-byte loads (the compiler's choice for a plain
+// copy), a load spanning two of those stores cannot take its bytes from them and waits for them
+// to reach the cache, ~12 cycles per spawn (3 % of UTS's time).
+template <class Fn>
+Fn read_by_words(const Fn& fn) {
+  std::array<std::uint64_t, sizeof(Fn) / 8> words;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    std::memcpy(&words[i], reinterpret_cast<const std::byte*>(&fn) + 8 * i, 8);
+  return std::bit_cast<Fn>(words);
+}
+
 // Puts fn into record t (its scope untouched).
 template <class Run = run_plain, class F>
 void emplace_task(task_record* t, F&& fn) {
   using Fn = std::decay_t<F>;
   constexpr bool inline_fn = sizeof(Fn) <= task_record::inline_bytes && alignof(Fn) <= task_record::inline_align;
-  if constexpr (inline_fn)
+  // (Closures without padding only: a padding byte read as part of a word is uninitialised.)
+  if constexpr (inline_fn && std::is_class_v<Fn> && std::has_unique_object_representations_v<Fn> && sizeof(Fn) % 8 == 0)
+    ::new (static_cast<void*>(t->storage)) Fn(read_by_words(fn));
+  else if constexpr (inline_fn)
     ::new (static_cast<void*>(t->storage)) Fn(std::forward<F>(fn));
   else
     ::new (static_cast<void*>(t->storage)) Fn*(new Fn(std::forward<F>(fn)));
