@@ -80,7 +80,7 @@ double median(std::vector<double> v) { return v.empty() ? 0 : bench::summarize(s
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"A1: GUPS on four relocatable blocks with 0..64 block moves, against a non-relocatable global array"};
   app.allow_extras();

@@ -60,7 +60,7 @@ double pass(rill::gaddr table, std::uint64_t updates) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"A2: GUPS through an unbounded, LRU or random translation cache of 1K-64K entries"};
   app.allow_extras();

@@ -132,7 +132,7 @@ outcome balance(policy pol, const std::vector<rill::gaddr>& blocks, const std::v
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"A3: R-MAT partition imbalance before and after moving relocatable blocks, per policy"};
   app.allow_extras();

@@ -327,7 +327,7 @@ void record(const char* who, const bench::kronecker& g, const std::vector<std::u
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"G2: Graph500 BFS (Kronecker graph, 5 validation checks), against a level-synchronous MPI BFS"};
   app.allow_extras();

@@ -172,7 +172,7 @@ double threads_pass(const shape& s, std::uint64_t& errors) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"G3: GUPS with remote atomics and delegates, against MPI RMA (mpirun) or plain threads (local)"};
   app.allow_extras();  // --rill:* flags are for the runtime

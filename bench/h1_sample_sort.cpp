@@ -244,7 +244,7 @@ std::string pow2(std::size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"H1: SampleSort of 64-bit keys, Rill vs MPI alltoallv + std::sort and TBB parallel_sort"};
   app.allow_extras();  // --rill:* flags are for the runtime

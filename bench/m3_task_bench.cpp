@@ -284,7 +284,7 @@ nlohmann::json sweep_json(const series& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"M3: Task Bench METG(50%), Rill vs MPI (2 ranks) / OpenMP tasks (2 threads)"};
   app.allow_extras();  // --rill:* flags are for the runtime

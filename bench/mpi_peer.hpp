@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "rill/launcher.hpp"
 
 namespace bench::mpi_peer {
 
@@ -69,13 +70,6 @@ inline double ping_pong(std::size_t bytes, long iterations) {
   }
   const double t = seconds_since(t0);
   return me == 0 ? t / static_cast<double>(iterations) : 0;
-}
-
-// True when mpirun/mpiexec started this process (benchmarks that run with and without MPI).
-inline bool launched_by_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
 }
 
 // Initialises MPI at MPI_THREAD_SERIALIZED (what Rill's MPI transport needs; Rill then finds MPI

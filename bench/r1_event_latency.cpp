@@ -101,7 +101,7 @@ double tbb_ns_per_hop(std::size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"R1: latency of a chain of dependent user events, Rill vs TBB flow graph / MPI one-way"};
   app.allow_extras();  // --rill:* flags are for the runtime

@@ -87,7 +87,7 @@ double rill_triggers_per_second(const shape& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   if (mpi) bench::mpi_peer::init(argc, argv);
   CLI::App app{"R2: event trigger rate with fan-in/out"};
   app.allow_extras();

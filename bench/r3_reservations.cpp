@@ -143,7 +143,7 @@ double mpi_lock_chain(int per_rank, long grants, long& errors) {
 int main(int argc, char** argv) {
   // MPI also on one rank (a singleton), for the peer. A singleton sets the launcher's variables,
   // so the choice of transport is made before, and passed to the runtime explicitly.
-  const bool mpi = bench::mpi_peer::launched_by_mpirun();
+  const bool mpi = rill::launched_by_mpi_launcher();
   bench::mpi_peer::init(argc, argv);
   std::vector<char*> rill_argv(argv, argv + argc);
   char local_flag[] = "--rill:transport=local";

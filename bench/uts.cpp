@@ -98,7 +98,7 @@ bool has_word(int argc, char** argv, std::string_view word) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mpi_ranks = bench::mpi_peer::launched_by_mpirun() && has_word(argc, argv, "--bench-ranks");
+  const bool mpi_ranks = rill::launched_by_mpi_launcher() && has_word(argc, argv, "--bench-ranks");
   if (mpi_ranks) bench::mpi_peer::init(argc, argv);
   std::vector<char*> words = runtime_words(argc, argv, mpi_ranks);
   argc = static_cast<int>(words.size()) - 1;

@@ -21,6 +21,7 @@
 #include "rill/gas.hpp"
 #include "rill/global_array.hpp"
 #include "rill/global_ptr.hpp"
+#include "rill/launcher.hpp"
 #include "rill/lco.hpp"
 #include "rill/machine.hpp"
 #include "rill/parcel.hpp"

@@ -9,6 +9,7 @@
 #include "machine/machine.hpp"
 #include "messages/handler_table.hpp"
 #include "rill/error.hpp"
+#include "rill/launcher.hpp"
 #include "rill/task.hpp"
 #include "runtime/outside_threads.hpp"
 #include "runtime/rank.hpp"
@@ -33,7 +34,7 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
       std::exit(0);
     }
     if (!opts.transport_given) {
-      opts.cfg.transport = detail::launched_by_mpi_launcher() ? transport_kind::mpi : transport_kind::local;
+      opts.cfg.transport = rill::launched_by_mpi_launcher() ? transport_kind::mpi : transport_kind::local;
     }
     if (opts.cfg.transport == transport_kind::mpi && opts.cfg.ranks != 1) {
       throw usage_error(

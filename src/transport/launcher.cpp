@@ -1,8 +1,9 @@
 #include <cstdlib>
+#include <initializer_list>
 
-#include "transport/transport.hpp"
+#include "rill/launcher.hpp"
 
-namespace rill::detail {
+namespace rill {
 
 bool launched_by_mpi_launcher() {
   // OpenMPI, MPICH/Hydra (PMI), PMIx-based launchers, and Slurm's srun.
@@ -12,4 +13,4 @@ bool launched_by_mpi_launcher() {
   return false;
 }
 
-}  // namespace rill::detail
+}  // namespace rill

@@ -118,7 +118,4 @@ class transport {
 std::unique_ptr<transport> make_local_transport(const rill::config& cfg);
 std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg);
 
-// True when the environment shows an MPI launcher (mpirun, mpiexec, srun) started this process.
-bool launched_by_mpi_launcher();
-
 }  // namespace rill::detail

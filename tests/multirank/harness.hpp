@@ -6,11 +6,11 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "rill/launcher.hpp"
 #include "rill/rill.hpp"
 #include "test_argv.hpp"
 
@@ -22,11 +22,7 @@ struct setup {
   std::uint64_t chaos;
 };
 
-inline bool under_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
+inline bool under_mpi() { return rill::launched_by_mpi_launcher(); }
 
 inline std::vector<setup> setups() {
   if (under_mpi()) return {{0, 1, 0}, {0, 2, 0}};
