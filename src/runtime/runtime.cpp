@@ -13,6 +13,7 @@
 #include "rill/task.hpp"
 #include "runtime/outside_threads.hpp"
 #include "runtime/rank.hpp"
+#include "scheduler/deep_stack.hpp"
 #include "transport/transport.hpp"
 
 namespace rill {
@@ -47,8 +48,8 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   auto& cfg = impl_->cfg;
   cfg = opts.cfg;
   detail::set_log_level(cfg.log);
-  impl_->transport =
-      cfg.transport == transport_kind::mpi ? detail::make_mpi_transport(cfg) : detail::make_local_transport(cfg);
+  impl_->transport = cfg.transport == transport_kind::mpi ? detail::make_mpi_transport(cfg, &detail::deep_call)
+                                                          : detail::make_local_transport(cfg);
   if (!opts.workers_given) cfg.workers = impl_->transport->cores_per_rank();
   impl_->transport->check_same_build(detail::build_fingerprint());
   for (detail::endpoint* ep : impl_->transport->local_endpoints()) {

@@ -5,6 +5,9 @@
 // Receives are pre-posted for buffers up to the eager size; larger buffers are announced by their
 // tag and received with a matched probe. Sends are non-blocking; their buffers live until complete.
 //
+// Every MPI call a worker makes runs through the deep_call it was given (a stack deep enough for
+// the MPI library, not a 64 KiB fiber stack).
+//
 // Ranks on one node pass eager-sized buffers through shared-memory rings instead (byte_ring.hpp,
 // --rill:node-ring), in a second MPI-3 shared window: no MPI call on either side. MPI still carries
 // larger buffers, and any buffer whose ring is full.
@@ -22,6 +25,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -36,12 +40,6 @@
 namespace rill::detail {
 
 namespace {
-
-#if defined(MPICH_VERSION)
-constexpr bool packs_on_stack = true;
-#else
-constexpr bool packs_on_stack = false;
-#endif
 
 constexpr int tag_eager = 7301;
 constexpr int tag_large = 7302;
@@ -61,8 +59,9 @@ void abort_all(int code) { MPI_Abort(abort_comm, code); }
 
 class mpi_endpoint final : public endpoint {
  public:
-  mpi_endpoint(MPI_Comm comm, const rill::config& cfg)
+  mpi_endpoint(MPI_Comm comm, const rill::config& cfg, deep_call_fn deep)
       : comm_(comm),
+        deep_(deep),
         queue_limit_(static_cast<std::size_t>(cfg.queue_buffers)),
         eager_bytes_(cfg.agg_bytes + cfg.large_bytes + 64),
         spare_min_bytes_(cfg.large_bytes) {
@@ -105,29 +104,31 @@ class mpi_endpoint final : public endpoint {
       return true;
     }
     check_fits(b.size(), dest);
-    {
+    bool sent = false;
+    on_deep_stack([&] {
       std::lock_guard g(lock_);
-      if (!room_for_send(dest)) return false;
+      if (!room_for_send(dest)) return;
       const int tag = b.size() <= eager_bytes_ ? tag_eager : tag_large;
       start_send(pending_send{std::move(b), dest, MPI_DATATYPE_NULL, {}}, tag);
       b.clear();
-    }
+      sent = true;
+    });
+    if (!sent) return false;
     run_lent_done();
     return true;
   }
 
   // Large lent buffers leave from where their parts are: one MPI datatype lists the parts' addresses
   // and MPI reads them in place; the done callback runs once the send has completed. (Through the
-  // loop-back or a ring the parts are copied anyway: the default path.) Not under MPICH: its UCX
-  // path packs a non-contiguous send inside whichever progress call moves it, with a 128 KiB
-  // buffer on the stack, more than a worker's fiber stack has (a crash in MPICH 4.0, Debian 12).
+  // loop-back or a ring the parts are copied anyway: the default path.)
   bool try_send_lent(int dest, lent_buffer& b) override {
     const std::size_t bytes = b.size();
-    if (packs_on_stack || dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
+    if (dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
     check_fits(bytes, dest);
-    {
+    bool sent = false;
+    on_deep_stack([&] {
       std::lock_guard g(lock_);
-      if (!room_for_send(dest)) return false;
+      if (!room_for_send(dest)) return;
       std::vector<int> lengths;
       std::vector<MPI_Aint> addresses;
       for (const auto& part : b.parts) {
@@ -145,7 +146,9 @@ class mpi_endpoint final : public endpoint {
       // The parts that are pieces of `owned` stay where they are: moving a vector keeps its storage.
       start_send(pending_send{std::move(b.owned), dest, type, std::move(b.done)},
                  bytes <= eager_bytes_ ? tag_eager : tag_large);
-    }
+      sent = true;
+    });
+    if (!sent) return false;
     b = {};
     run_lent_done();
     return true;
@@ -217,6 +220,14 @@ class mpi_endpoint final : public endpoint {
       if (hinted) mpi_hint_.store(true, std::memory_order_relaxed);
       return n;
     }
+    // Polled on a deep stack: MPI libraries may need more than a fiber has (see deep_call_fn).
+    on_deep_stack([&] { n = poll_mpi(out, max, n, hinted); });
+    return n;
+  }
+
+  // The MPI half of poll_network, with lock_ held: `n` buffers are already in `out`; returns the
+  // new count.
+  std::size_t poll_mpi(std::vector<incoming>& out, std::size_t max, std::size_t n, bool hinted) {
     // Whatever this poll finds, MPI stays busy while receives or sends are under way.
     struct busy_update {
       mpi_endpoint& ep;
@@ -373,6 +384,12 @@ class mpi_endpoint final : public endpoint {
     std::function<void()> done;
   };
 
+  // Runs f() through deep_, on a stack deep enough for the MPI library (f must not wait or yield).
+  template <class F>
+  void on_deep_stack(F&& f) {
+    deep_([](void* p) { (*static_cast<std::remove_reference_t<F>*>(p))(); }, &f);
+  }
+
   // The largest buffer the ring to `dest` carries (0: no ring).
   std::size_t ring_limit(int dest) const {
     if (out_rings_.empty()) return 0;
@@ -494,6 +511,7 @@ class mpi_endpoint final : public endpoint {
   }
 
   MPI_Comm comm_;
+  const deep_call_fn deep_;
   int rank_ = 0;
   int size_ = 0;
   const std::size_t queue_limit_;
@@ -557,7 +575,7 @@ class mpi_endpoint final : public endpoint {
 
 class mpi_transport final : public transport {
  public:
-  explicit mpi_transport(const rill::config& cfg) {
+  mpi_transport(const rill::config& cfg, deep_call_fn deep) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized) {
@@ -587,7 +605,7 @@ class mpi_transport final : public transport {
     MPI_Comm node;
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &ranks_on_node_);
-    ep_ = std::make_unique<mpi_endpoint>(comm_, cfg);
+    ep_ = std::make_unique<mpi_endpoint>(comm_, cfg, deep);
     if (ranks_on_node_ > 1 && cfg.node_ring_bytes > 0) connect_node_rings(node, cfg.node_ring_bytes);
     MPI_Comm_free(&node);
   }
@@ -793,6 +811,8 @@ class mpi_transport final : public transport {
 
 }  // namespace
 
-std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg) { return std::make_unique<mpi_transport>(cfg); }
+std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg, deep_call_fn deep) {
+  return std::make_unique<mpi_transport>(cfg, deep);
+}
 
 }  // namespace rill::detail

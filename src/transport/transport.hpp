@@ -115,7 +115,13 @@ class transport {
   virtual void finish() = 0;
 };
 
+// Runs work(arg) on a stack deep enough for any library call and returns when it has: the runtime
+// passes the scheduler's deep_call (src/scheduler/deep_stack.hpp), since MPI libraries may need
+// more stack than a worker's fiber has.
+using deep_call_fn = void (*)(void (*work)(void* arg), void* arg);
+
 std::unique_ptr<transport> make_local_transport(const rill::config& cfg);
-std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg);
+// Every MPI call a worker may make goes through `deep`.
+std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg, deep_call_fn deep);
 
 }  // namespace rill::detail
