@@ -100,6 +100,13 @@ bool has_word(int argc, char** argv, std::string_view word) {
 int main(int argc, char** argv) {
   const bool mpi_ranks = rill::launched_by_mpi_launcher() && has_word(argc, argv, "--bench-ranks");
   if (mpi_ranks) bench::mpi_peer::init(argc, argv);
+  // MPI ends after the runtime below, whichever way main returns (a bad command line too).
+  struct finalize_mpi {
+    bool initialised;
+    ~finalize_mpi() {
+      if (initialised) MPI_Finalize();
+    }
+  } const mpi_end{mpi_ranks};
   std::vector<char*> words = runtime_words(argc, argv, mpi_ranks);
   argc = static_cast<int>(words.size()) - 1;
   argv = words.data();
@@ -135,7 +142,6 @@ int main(int argc, char** argv) {
     const char* policies[] = {"off", "random", "hierarchical"};
     const int rc = bench_across_ranks(tree, seq, name, p.describe(), policies[static_cast<int>(rt.options().steal)],
                                       reps, mpi_ranks);
-    if (mpi_ranks) MPI_Finalize();
     return rc;
   }
   if (!bench_mode) {
