@@ -2,11 +2,13 @@
 //
 // MPI is initialised with MPI_THREAD_SERIALIZED (or whatever the program already initialised, if at
 // least that) and every MPI call is made under one mutex, so no two threads ever call MPI at once.
-// Receives are pre-posted for buffers up to the eager size; larger buffers are announced by their
-// tag and received with a matched probe. Sends are non-blocking; their buffers live until complete.
+// Receives are pre-posted for buffers up to the eager size; larger buffers are received with a
+// matched probe. Sends are non-blocking; their buffers live until complete.
 //
-// While sends of MPI datatypes (zero-copy sends) are in flight, every MPI call runs through the
-// deep_call it was given: MPI may pack them inside any call, on a stack deeper than a fiber's.
+// Zero-copy sends leave from the sender's memory: a short head and one lent piece as two
+// contiguous messages (try_send_split), any other shape as one MPI datatype. While datatype sends
+// are in flight, every MPI call runs through the deep_call the endpoint was given: MPI may pack
+// them inside any call, on a stack deeper than a fiber's.
 //
 // Ranks on one node pass eager-sized buffers through shared-memory rings instead (byte_ring.hpp,
 // --rill:node-ring), in a second MPI-3 shared window: no MPI call on either side. MPI still carries
@@ -43,6 +45,7 @@ namespace {
 
 constexpr int tag_eager = 7301;
 constexpr int tag_large = 7302;
+constexpr int tag_split = 7303;  // a zero-copy message as two messages: its head, then its payload
 constexpr int preposted = 16;
 
 void check(int rc, const char* what) {
@@ -68,6 +71,7 @@ class mpi_endpoint final : public endpoint {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     in_flight_to_.assign(static_cast<std::size_t>(size_), 0);
+    split_heads_.resize(static_cast<std::size_t>(size_));
     recv_bufs_.resize(preposted);
     recv_reqs_.assign(preposted, MPI_REQUEST_NULL);
     for (int i = 0; i < preposted; ++i) order_[i] = i;
@@ -110,7 +114,7 @@ class mpi_endpoint final : public endpoint {
       mpi_section([&] {
         if (!room_for_send(dest)) return;
         const int tag = b.size() <= eager_bytes_ ? tag_eager : tag_large;
-        start_send(pending_send{std::move(b), dest, MPI_DATATYPE_NULL, {}}, tag);
+        start_send(pending_send{std::move(b), dest, MPI_DATATYPE_NULL, {}, {}}, tag);
         b.clear();
         sent = true;
       });
@@ -127,6 +131,9 @@ class mpi_endpoint final : public endpoint {
     const std::size_t bytes = b.size();
     if (dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
     check_fits(bytes, dest);
+    if (bytes > eager_bytes_ && b.parts.size() == 3 && b.parts[2].empty() && b.parts[0].size() == b.owned.size() &&
+        b.owned.size() <= split_head_max)
+      return try_send_split(dest, b);
     bool sent = false;
     on_deep_stack([&] {
       std::lock_guard g(lock_);
@@ -146,10 +153,33 @@ class mpi_endpoint final : public endpoint {
           "MPI_Type_create_hindexed");
       check(MPI_Type_commit(&type), "MPI_Type_commit");
       // The parts that are pieces of `owned` stay where they are: moving a vector keeps its storage.
-      start_send(pending_send{std::move(b.owned), dest, type, std::move(b.done)},
+      start_send(pending_send{std::move(b.owned), dest, type, std::move(b.done), {}},
                  bytes <= eager_bytes_ ? tag_eager : tag_large);
       sent = true;
     });
+    if (!sent) return false;
+    b = {};
+    run_lent_done();
+    return true;
+  }
+
+  // A lent buffer that is a short owned head and then one lent piece (am::send_zero_copy with one
+  // view as its last argument) leaves as two contiguous messages of tag_split, the head and then
+  // the piece, which the receiver matches by source into one buffer (on_split_part). A datatype
+  // built, committed and freed per message costs a tenth of MPI's 64 KiB bandwidth in its fast
+  // mode (docs/performance.md, M4); MPI keeps the two messages' order within the tag.
+  bool try_send_split(int dest, lent_buffer& b) {
+    const std::span<const std::byte> piece = b.parts[1];
+    bool sent = false;
+    {
+      std::lock_guard g(lock_);
+      mpi_section([&] {
+        if (!room_for_send(dest)) return;
+        start_send(pending_send{std::move(b.owned), dest, MPI_DATATYPE_NULL, {}, {}}, tag_split);
+        start_send(pending_send{{}, dest, MPI_DATATYPE_NULL, std::move(b.done), piece}, tag_split);
+        sent = true;
+      });
+    }
     if (!sent) return false;
     b = {};
     run_lent_done();
@@ -233,7 +263,8 @@ class mpi_endpoint final : public endpoint {
     struct busy_update {
       mpi_endpoint& ep;
       ~busy_update() {
-        ep.mpi_busy_.store(ep.burst_ || ep.found_large_ || !ep.large_reqs_.empty() || !ep.send_reqs_.empty(),
+        ep.mpi_busy_.store(ep.burst_ || ep.found_large_ || !ep.large_reqs_.empty() || !ep.send_reqs_.empty() ||
+                               ep.split_heads_waiting_ > 0,
                            std::memory_order_relaxed);
       }
     } busy{*this};
@@ -277,15 +308,20 @@ class mpi_endpoint final : public endpoint {
     if (!hinted && polls_ % 8 != 4 && !found_large_ && large_reqs_.empty()) return n;
     found_large_ = false;
     // Start receiving every announced large buffer at once (MPI_Imrecv), so that their rendezvous
-    // transfers overlap instead of running one at a time.
+    // transfers overlap instead of running one at a time. Any tag: this communicator carries only
+    // Rill's messages, and an eager one that found no pre-posted receive is received here too.
     for (;;) {
       int flag = 0;
       MPI_Message msg;
       MPI_Status st;
-      check(MPI_Improbe(MPI_ANY_SOURCE, tag_large, comm_, &flag, &msg, &st), "MPI_Improbe");
+      check(MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, &msg, &st), "MPI_Improbe");
       if (!flag) break;
       int count = 0;
       MPI_Get_count(&st, MPI_BYTE, &count);
+      if (st.MPI_TAG == tag_split) {
+        on_split_part(st.MPI_SOURCE, msg, count);
+        continue;
+      }
       // Into a recycled buffer when there is one: shrinking it costs nothing, growing it
       // zero-fills only the difference (a new one would be zero-filled whole).
       buffer b = spare(static_cast<std::size_t>(count));
@@ -297,6 +333,35 @@ class mpi_endpoint final : public endpoint {
     }
     if (n < max) n += complete_large(out);
     return n;
+  }
+
+  // A message of tag_split from `source` (see try_send_split): a head, or the payload of the head
+  // that came before it from there. Called with lock_ held.
+  void on_split_part(int source, MPI_Message msg, int count) {
+    split_head& head = split_heads_[static_cast<std::size_t>(source)];
+    if (!head.waiting) {
+      head = {true, msg, count};
+      ++split_heads_waiting_;
+      // The payload left right after its head: usually it has been announced already.
+      int flag = 0;
+      MPI_Status st;
+      check(MPI_Improbe(source, tag_split, comm_, &flag, &msg, &st), "MPI_Improbe");
+      if (!flag) return;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+    }
+    // Head and payload into one buffer. The head is short (split_head_max) and sent before the
+    // payload, so it has arrived whole.
+    const auto head_bytes = static_cast<std::size_t>(head.count);
+    buffer b = spare(head_bytes + static_cast<std::size_t>(count));
+    b.resize(head_bytes + static_cast<std::size_t>(count));
+    check(MPI_Mrecv(b.data(), head.count, MPI_BYTE, &head.msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    head.waiting = false;
+    --split_heads_waiting_;
+    large_bufs_.push_back(incoming{source, std::move(b)});
+    large_reqs_.push_back(MPI_REQUEST_NULL);
+    check(MPI_Imrecv(large_bufs_.back().bytes.data() + head_bytes, count, MPI_BYTE, &msg, &large_reqs_.back()),
+          "MPI_Imrecv");
+    found_large_ = true;
   }
 
   void recycle(buffer&& b) override {
@@ -382,9 +447,20 @@ class mpi_endpoint final : public endpoint {
   struct pending_send {
     buffer bytes;
     int dest = 0;
-    MPI_Datatype type = MPI_DATATYPE_NULL;  // null: the message is `bytes`
+    MPI_Datatype type = MPI_DATATYPE_NULL;  // null: the message is `bytes`, or `lent`
     std::function<void()> done;
+    std::span<const std::byte> lent;  // non-empty: the message is these bytes of the sender's
   };
+
+  // The head of a split message (try_send_split) matched from one source, waiting for its payload.
+  struct split_head {
+    bool waiting = false;
+    MPI_Message msg = MPI_MESSAGE_NULL;
+    int count = 0;
+  };
+  // The longest head a message may have to be split (a header, a callable and a few arguments):
+  // the receiver takes it with a blocking MPI_Mrecv, which must find it arrived whole.
+  static constexpr std::size_t split_head_max = 1024;
 
   // Runs f() through deep_, on a stack deep enough for the MPI library (f must not wait or yield).
   template <class F>
@@ -431,7 +507,10 @@ class mpi_endpoint final : public endpoint {
     const int dest = s.dest;
     const pending_send& p = sends_.emplace_back(std::move(s));
     send_reqs_.push_back(MPI_REQUEST_NULL);
-    if (p.type == MPI_DATATYPE_NULL)
+    if (!p.lent.empty())
+      check(MPI_Isend(p.lent.data(), static_cast<int>(p.lent.size()), MPI_BYTE, dest, tag, comm_, &send_reqs_.back()),
+            "MPI_Isend");
+    else if (p.type == MPI_DATATYPE_NULL)
       check(MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, dest, tag, comm_, &send_reqs_.back()),
             "MPI_Isend");
     else
@@ -504,7 +583,7 @@ class mpi_endpoint final : public endpoint {
       const auto i = static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)]);
       pending_send& s = sends_[i];
       --in_flight_to_[static_cast<std::size_t>(s.dest)];
-      recycle(std::move(s.bytes));
+      if (s.bytes.capacity() != 0) recycle(std::move(s.bytes));
       if (s.type != MPI_DATATYPE_NULL) {
         check(MPI_Type_free(&s.type), "MPI_Type_free");
         --typed_sends_;
@@ -549,7 +628,9 @@ class mpi_endpoint final : public endpoint {
   std::atomic<bool> has_lent_done_{false};
   std::vector<int> completed_;
   std::vector<std::size_t> in_flight_to_;
-  std::vector<incoming> large_bufs_;  // large buffers being received (under lock_)
+  std::vector<incoming> large_bufs_;     // large buffers being received (under lock_)
+  std::vector<split_head> split_heads_;  // by source rank (under lock_)
+  std::size_t split_heads_waiting_ = 0;
   std::vector<MPI_Request> large_reqs_;
   unsigned polls_ = 0;        // under lock_
   bool found_large_ = false;  // under lock_

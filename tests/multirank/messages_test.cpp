@@ -285,7 +285,8 @@ TEST_P(messages, views_stay_intact_while_their_handler_waits) {
   }
 }
 
-per_pair lent_intact;  // [receiver * max_ranks + sender]
+per_pair lent_intact;       // [receiver * max_ranks + sender]
+per_pair lent_last_intact;  // the same, for the sends whose one view is their last argument
 per_rank small_lent_not_done;
 // Element counts of the lent view: above the large threshold and the mpi transport's ring limit
 // (read in place by MPI), above the large threshold only, and small (copied, aggregated).
@@ -304,8 +305,18 @@ void check_lent(rill::view<double> v, std::string label, rill::view<std::byte> t
   lent_intact[static_cast<std::size_t>(to * max_ranks + from)]++;
 }
 
-// Every rank sends every rank one message per size, two views each, without copying them; it
-// waits for source completion and then scribbles over its buffers, which must not reach anyone.
+// One view as the last argument: under mpi a large one leaves as two messages, head and view.
+void check_lent_last(int to, rill::view<double> v) {
+  const int from = rill::am::sender();
+  if (to != rill::rank_me()) return;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] != lent_element(from, to, v.size(), i)) return;
+  lent_last_intact[static_cast<std::size_t>(to * max_ranks + from)]++;
+}
+
+// Every rank sends every rank two messages per size, one with two views and one with a view as
+// its last argument, without copying them; it waits for source completion and then scribbles
+// over its buffers, which must not reach anyone.
 void send_lent() {
   const int me = rill::rank_me();
   std::vector<std::unique_ptr<std::vector<double>>> kept;
@@ -319,6 +330,7 @@ void send_lent() {
           rill::am::send_zero_copy(to, check_lent, rill::view(v), "lent " + std::to_string(me), rill::view(tail), to);
       if (size == 5 && !done.has_triggered()) small_lent_not_done[static_cast<std::size_t>(me)]++;
       sent.push_back(done);
+      sent.push_back(rill::am::send_zero_copy(to, check_lent_last, to, rill::view(v)));
     }
   }
   rill::merge(sent).wait();
@@ -329,6 +341,7 @@ void send_lent() {
 // caller may reuse them. Small payloads are copied (the event has triggered at once).
 TEST_P(messages, zero_copy_sends_deliver_the_lent_elements) {
   reset(lent_intact);
+  reset(lent_last_intact);
   reset(small_lent_not_done);
   args a(GetParam());
   rill::runtime rt(a.argc, a.argv());
@@ -339,11 +352,18 @@ TEST_P(messages, zero_copy_sends_deliver_the_lent_elements) {
     for (int from = 0; from < n; ++from)
       EXPECT_EQ(lent_intact[static_cast<std::size_t>(me * max_ranks + from)].load(), std::size(lent_sizes))
           << "at rank " << me << " from rank " << from;
+    for (int from = 0; from < n; ++from)
+      EXPECT_EQ(lent_last_intact[static_cast<std::size_t>(me * max_ranks + from)].load(), std::size(lent_sizes))
+          << "at rank " << me << " from rank " << from;
     EXPECT_EQ(small_lent_not_done[static_cast<std::size_t>(me)].load(), 0u);
   } else {
     for (int to = 0; to < n; ++to)
       for (int from = 0; from < n; ++from)
         EXPECT_EQ(lent_intact[static_cast<std::size_t>(to * max_ranks + from)].load(), std::size(lent_sizes))
+            << "at rank " << to << " from rank " << from;
+    for (int to = 0; to < n; ++to)
+      for (int from = 0; from < n; ++from)
+        EXPECT_EQ(lent_last_intact[static_cast<std::size_t>(to * max_ranks + from)].load(), std::size(lent_sizes))
             << "at rank " << to << " from rank " << from;
     for (int r = 0; r < n; ++r) EXPECT_EQ(small_lent_not_done[static_cast<std::size_t>(r)].load(), 0u);
   }
