@@ -34,17 +34,27 @@ std::shared_ptr<const void> pin_received_bytes() {
   return decoding.rank->pin(*static_cast<rank_state::received_buffer*>(decoding.buffer));
 }
 
+// Received bytes that rill::view arguments point into, with the rank they came to: made by
+// std::make_shared, one allocation with the shared count (a deleter would need a second).
+struct rank_state::pinned_bytes {
+  buffer bytes;
+  rank_state* rank;
+  pinned_bytes(buffer&& b, rank_state* r) : bytes(std::move(b)), rank(r) {}
+  pinned_bytes(const pinned_bytes&) = delete;
+  pinned_bytes& operator=(const pinned_bytes&) = delete;
+  ~pinned_bytes() {
+    // Back to the endpoint's pool when the last view dies on one of this rank's workers (the
+    // endpoint outlives them); a view kept elsewhere frees the bytes instead.
+    worker* w = current_worker();
+    if (w && &w->pool().services() == static_cast<rank_services*>(rank)) rank->ep_.recycle(std::move(bytes));
+  }
+};
+
 std::shared_ptr<const void> rank_state::pin(received_buffer& rb) {
   if (!rb.pinned) {
-    rank_state* self = this;
     // rb.bytes keeps pointing into them: moving a vector keeps its storage.
-    rb.pinned = std::shared_ptr<buffer>(new buffer(std::move(rb.in.bytes)), [self](buffer* b) {
-      // Back to the endpoint's pool when the last view dies on one of this rank's workers (the
-      // endpoint outlives them); a view kept elsewhere frees the bytes instead.
-      worker* w = current_worker();
-      if (w && &w->pool().services() == static_cast<rank_services*>(self)) self->ep_.recycle(std::move(*b));
-      delete b;
-    });
+    auto pinned = std::make_shared<pinned_bytes>(std::move(rb.in.bytes), this);
+    rb.pinned = std::shared_ptr<buffer>(pinned, &pinned->bytes);
   }
   return rb.pinned;
 }

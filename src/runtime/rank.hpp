@@ -123,6 +123,7 @@ class rank_state final : public rank_services {
   // Runs the handlers of the buffers this worker received; returns whether it ran any.
   bool run_received(worker& w);
   // Shared ownership of rb's bytes, for views into them (pin_received_bytes).
+  struct pinned_bytes;
   std::shared_ptr<const void> pin(received_buffer& rb);
   friend std::shared_ptr<const void> pin_received_bytes();
 
