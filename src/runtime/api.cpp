@@ -84,6 +84,7 @@ event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, s
   const std::size_t payload = bytes.size() - am_payload_offset + lent_bytes;
   check_payload_fits(r, payload);
   lent_buffer b;
+  b.parts.reserve(2 * lent.size() + 1);  // an owned part around every lent piece
   std::size_t from = 0;
   for (const auto& piece : lent) {
     b.parts.emplace_back(bytes.data() + from, piece.at - from);
