@@ -108,20 +108,11 @@ class mpi_endpoint final : public endpoint {
       return true;
     }
     check_fits(b.size(), dest);
-    bool sent = false;
-    {
-      std::lock_guard g(lock_);
-      mpi_section([&] {
-        if (!room_for_send(dest)) return;
-        const int tag = b.size() <= eager_bytes_ ? tag_eager : tag_large;
-        start_send(pending_send{std::move(b), dest, MPI_DATATYPE_NULL, {}, {}}, tag);
-        b.clear();
-        sent = true;
-      });
-    }
-    if (!sent) return false;
-    run_lent_done();
-    return true;
+    return send_when_room(dest, false, [&] {
+      const int tag = tag_for(b.size());
+      start_send(pending_send{std::move(b), dest, MPI_DATATYPE_NULL, {}, {}}, tag);
+      b.clear();
+    });
   }
 
   // Large lent buffers leave from where their parts are: one MPI datatype lists the parts' addresses
@@ -134,10 +125,8 @@ class mpi_endpoint final : public endpoint {
     if (bytes > eager_bytes_ && b.parts.size() == 3 && b.parts[2].empty() && b.parts[0].size() == b.owned.size() &&
         b.owned.size() <= split_head_max)
       return try_send_split(dest, b);
-    bool sent = false;
-    on_deep_stack([&] {
-      std::lock_guard g(lock_);
-      if (!room_for_send(dest)) return;
+    // The datatype send itself on the deep stack too: MPI may pack it at once.
+    return send_when_room(dest, true, [&] {
       std::vector<int> lengths;
       std::vector<MPI_Aint> addresses;
       for (const auto& part : b.parts) {
@@ -153,14 +142,9 @@ class mpi_endpoint final : public endpoint {
           "MPI_Type_create_hindexed");
       check(MPI_Type_commit(&type), "MPI_Type_commit");
       // The parts that are pieces of `owned` stay where they are: moving a vector keeps its storage.
-      start_send(pending_send{std::move(b.owned), dest, type, std::move(b.done), {}},
-                 bytes <= eager_bytes_ ? tag_eager : tag_large);
-      sent = true;
+      start_send(pending_send{std::move(b.owned), dest, type, std::move(b.done), {}}, tag_for(bytes));
+      b = {};
     });
-    if (!sent) return false;
-    b = {};
-    run_lent_done();
-    return true;
   }
 
   // A lent buffer that is a short owned head and then one lent piece (am::send_zero_copy with one
@@ -170,20 +154,11 @@ class mpi_endpoint final : public endpoint {
   // mode (docs/performance.md, M4); MPI keeps the two messages' order within the tag.
   bool try_send_split(int dest, lent_buffer& b) {
     const std::span<const std::byte> piece = b.parts[1];
-    bool sent = false;
-    {
-      std::lock_guard g(lock_);
-      mpi_section([&] {
-        if (!room_for_send(dest)) return;
-        start_send(pending_send{std::move(b.owned), dest, MPI_DATATYPE_NULL, {}, {}}, tag_split);
-        start_send(pending_send{{}, dest, MPI_DATATYPE_NULL, std::move(b.done), piece}, tag_split);
-        sent = true;
-      });
-    }
-    if (!sent) return false;
-    b = {};
-    run_lent_done();
-    return true;
+    return send_when_room(dest, false, [&] {
+      start_send(pending_send{std::move(b.owned), dest, MPI_DATATYPE_NULL, {}, {}}, tag_split);
+      start_send(pending_send{{}, dest, MPI_DATATYPE_NULL, std::move(b.done), piece}, tag_split);
+      b = {};
+    });
   }
 
   // A rank of this node that polls MPI seldom (see poll) hears through its ring that MPI carries
@@ -318,18 +293,10 @@ class mpi_endpoint final : public endpoint {
       if (!flag) break;
       int count = 0;
       MPI_Get_count(&st, MPI_BYTE, &count);
-      if (st.MPI_TAG == tag_split) {
+      if (st.MPI_TAG == tag_split)
         on_split_part(st.MPI_SOURCE, msg, count);
-        continue;
-      }
-      // Into a recycled buffer when there is one: shrinking it costs nothing, growing it
-      // zero-fills only the difference (a new one would be zero-filled whole).
-      buffer b = spare(static_cast<std::size_t>(count));
-      b.resize(static_cast<std::size_t>(count));
-      large_bufs_.push_back(incoming{st.MPI_SOURCE, std::move(b)});
-      large_reqs_.push_back(MPI_REQUEST_NULL);
-      check(MPI_Imrecv(large_bufs_.back().bytes.data(), count, MPI_BYTE, &msg, &large_reqs_.back()), "MPI_Imrecv");
-      found_large_ = true;
+      else
+        receive_large(st.MPI_SOURCE, msg, count, static_cast<std::size_t>(count), 0);
     }
     if (n < max) n += complete_large(out);
     return n;
@@ -352,16 +319,10 @@ class mpi_endpoint final : public endpoint {
     // Head and payload into one buffer. The head is short (split_head_max) and sent before the
     // payload, so it has arrived whole.
     const auto head_bytes = static_cast<std::size_t>(head.count);
-    buffer b = spare(head_bytes + static_cast<std::size_t>(count));
-    b.resize(head_bytes + static_cast<std::size_t>(count));
-    check(MPI_Mrecv(b.data(), head.count, MPI_BYTE, &head.msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    std::byte* bytes = receive_large(source, msg, count, head_bytes + static_cast<std::size_t>(count), head_bytes);
+    check(MPI_Mrecv(bytes, head.count, MPI_BYTE, &head.msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
     head.waiting = false;
     --split_heads_waiting_;
-    large_bufs_.push_back(incoming{source, std::move(b)});
-    large_reqs_.push_back(MPI_REQUEST_NULL);
-    check(MPI_Imrecv(large_bufs_.back().bytes.data() + head_bytes, count, MPI_BYTE, &msg, &large_reqs_.back()),
-          "MPI_Imrecv");
-    found_large_ = true;
   }
 
   void recycle(buffer&& b) override {
@@ -478,6 +439,46 @@ class mpi_endpoint final : public endpoint {
       on_deep_stack(f);
     else
       f();
+  }
+
+  // The send paths' common frame: under lock_ (in an mpi_section, or on the deep stack when
+  // `deep`), start() starts the sends if `dest` has room; then the callbacks of lent sends that
+  // completed meanwhile run, outside the lock. Returns whether start() ran.
+  template <class Start>
+  bool send_when_room(int dest, bool deep, Start&& start) {
+    bool sent = false;
+    {
+      std::lock_guard g(lock_);
+      auto section = [&] {
+        if (!room_for_send(dest)) return;
+        start();
+        sent = true;
+      };
+      if (deep)
+        on_deep_stack(section);
+      else
+        mpi_section(section);
+    }
+    if (sent) run_lent_done();
+    return sent;
+  }
+
+  int tag_for(std::size_t bytes) const { return bytes <= eager_bytes_ ? tag_eager : tag_large; }
+
+  // Starts receiving `msg` (`count` bytes) at offset `at` of a buffer of `total` bytes from
+  // `source`, among the large receives (complete_large hands it up). Returns the buffer's bytes.
+  // Called with lock_ held.
+  std::byte* receive_large(int source, MPI_Message& msg, int count, std::size_t total, std::size_t at) {
+    // Into a recycled buffer when there is one: shrinking it costs nothing, growing it
+    // zero-fills only the difference (a new one would be zero-filled whole).
+    buffer b = spare(total);
+    b.resize(total);
+    large_bufs_.push_back(incoming{source, std::move(b)});
+    large_reqs_.push_back(MPI_REQUEST_NULL);
+    std::byte* bytes = large_bufs_.back().bytes.data();
+    check(MPI_Imrecv(bytes + at, count, MPI_BYTE, &msg, &large_reqs_.back()), "MPI_Imrecv");
+    found_large_ = true;
+    return bytes;
   }
 
   // The largest buffer the ring to `dest` carries (0: no ring).
