@@ -20,8 +20,9 @@
 //                    KiB, which needs --rill:stack of at least 256KiB: the handler's argument copy
 //                    lives on the fiber stack (the default 64 KiB stack overflows).
 //
-// Peer in the same processes, before the runtime starts: MPI Isend/Irecv on MPI_COMM_WORLD with a
-// window of 64 and an ack per window (OSU message-rate style), for each payload size.
+// Peer in the same processes, while no runtime exists: MPI Isend/Irecv on MPI_COMM_WORLD with a
+// window of 64 and an ack per window (OSU message-rate style), for each payload size. Peer and Rill
+// repetitions alternate; each Rill repetition starts a runtime of its own.
 #include <CLI/CLI.hpp>
 
 #include <array>
@@ -181,11 +182,13 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes{8, 16, 64, 1024};
   std::vector<std::string> modes{"aggregated", "not-aggregated"};
   bool bandwidth = true;
+  bool rates = true;
   bool array_64k = false;
   app.add_flag("--quick", quick, "small sizes");
   app.add_option("--sizes", sizes, "payload sizes of the message-rate cases");
   app.add_option("--modes", modes, "aggregated and/or not-aggregated");
   app.add_flag("!--no-bandwidth", bandwidth, "skip the 64 KiB bandwidth cases");
+  app.add_flag("!--no-rate", rates, "skip the message-rate cases");
   app.add_flag("--array-64k", array_64k, "also 64 KiB as a std::array argument (needs --rill:stack=256KiB or more)");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
@@ -195,6 +198,7 @@ int main(int argc, char** argv) {
   auto count = [&](long n) { return std::max(64L, static_cast<long>(static_cast<double>(n) * scale)); };
 
   std::vector<rate_case> cases;
+  if (!rates) modes.clear();
   for (const std::string& mode : modes) {
     if (mode != "aggregated" && mode != "not-aggregated") {
       if (me == 0) std::fprintf(stderr, "M4: unknown mode '%s'\n", mode.c_str());
@@ -222,36 +226,35 @@ int main(int argc, char** argv) {
   const long big_messages = count(8192);
   const int window = 64;
 
-  // ---- MPI peer, before the runtime exists ----
+  // Repetitions alternate between the MPI peer and Rill, each Rill repetition in a runtime of its
+  // own (the peer needs MPI_COMM_WORLD to itself): this host's memory bandwidth drifts between modes
+  // a factor of 2 apart over seconds, and when all peer repetitions ran before all Rill ones, a
+  // drift between the two halves set the ratio (0.6 to 1.4 for the same build). Within a
+  // repetition the side that goes first alternates too.
   std::vector<std::vector<double>> peer(cases.size());
   std::vector<double> peer_bw;
-  for (std::size_t c = 0; c < cases.size(); ++c) {
-    if (!cases[c].aggregated) {  // same input as the aggregated case of that size
-      for (std::size_t d = 0; d < c; ++d)
-        if (cases[d].bytes == cases[c].bytes) peer[c] = peer[d];
-      continue;
-    }
-    const long msgs = count(2'000'000);
-    bench::mpi_peer::message_rate(cases[c].bytes, msgs / 10, window);
-    for (int r = 0; r < reps; ++r) {
+  auto peer_repetition = [&](int r) {
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      if (!cases[c].aggregated) continue;  // same input as the aggregated case of that size
+      const long msgs = count(2'000'000);
+      if (r == 0) bench::mpi_peer::message_rate(cases[c].bytes, msgs / 10, window);
       peer[c].push_back(bench::mpi_peer::message_rate(cases[c].bytes, msgs, window));
       if (me == 0) bench::progress("M4 mpi  {}B rep {}: {:.3f} M msgs/s", cases[c].bytes, r, peer[c].back() / 1e6);
     }
-  }
-  if (!bigs.empty()) {
-    bench::mpi_peer::message_rate(big, big_messages / 10, window);
-    for (int r = 0; r < reps; ++r) {
+    if (!bigs.empty()) {
+      if (r == 0) bench::mpi_peer::message_rate(big, big_messages / 10, window);
       peer_bw.push_back(bench::mpi_peer::message_rate(big, big_messages, window) * static_cast<double>(big) / 1e9);
       if (me == 0) bench::progress("M4 mpi  64KiB rep {}: {:.3f} GB/s", r, peer_bw.back());
     }
-  }
+  };
 
-  // ---- Rill ----
   std::vector<std::vector<double>> rill_values(cases.size());
   std::vector<std::vector<double>> rill_bw(bigs.size());
   int workers = 0;
-  {
-    rill::runtime rt(argc, argv);
+  auto rill_repetition = [&](int r) {
+    std::vector<char*> args(argv, argv + argc + 1);  // each runtime consumes its --rill:* flags
+    int args_count = argc;
+    rill::runtime rt(args_count, args.data());
     workers = rt.options().workers;
     if (array_64k && rt.options().stack_bytes < 4 * big) {
       if (me == 0) std::fputs("M4: --array-64k needs --rill:stack=256KiB or more\n", stderr);
@@ -269,22 +272,32 @@ int main(int argc, char** argv) {
           }
         };
         once(k.messages / 10);
-        for (int r = 0; r < reps; ++r) {
-          rill_values[c].push_back(once(k.messages));
-          bench::progress("M4 rill {}B {} rep {}: {:.3f} M msgs/s", k.bytes,
-                          k.aggregated ? "aggregated" : "not aggregated", r, rill_values[c].back() / 1e6);
-        }
+        rill_values[c].push_back(once(k.messages));
+        bench::progress("M4 rill {}B {} rep {}: {:.3f} M msgs/s", k.bytes,
+                        k.aggregated ? "aggregated" : "not aggregated", r, rill_values[c].back() / 1e6);
       }
-      // The payload types take turns, repetition by repetition, so that drift in the machine's
-      // memory bandwidth (large on shared hosts) does not favour the one measured first.
+      // The payload types take turns within the repetition, for the same reason.
       for (const big_case& b : bigs) b.run(std::max(1L, b.messages / 10), big);
-      for (int r = 0; r < reps; ++r) {
-        for (std::size_t b = 0; b < bigs.size(); ++b) {
-          rill_bw[b].push_back(bigs[b].run(bigs[b].messages, big));
-          bench::progress("M4 rill 64KiB {} rep {}: {:.3f} GB/s", bigs[b].name, r, rill_bw[b].back());
-        }
+      for (std::size_t b = 0; b < bigs.size(); ++b) {
+        rill_bw[b].push_back(bigs[b].run(bigs[b].messages, big));
+        bench::progress("M4 rill 64KiB {} rep {}: {:.3f} GB/s", bigs[b].name, r, rill_bw[b].back());
       }
     });
+  };
+
+  for (int r = 0; r < reps; ++r) {
+    if (r % 2 == 0) {
+      peer_repetition(r);
+      rill_repetition(r);
+    } else {
+      rill_repetition(r);
+      peer_repetition(r);
+    }
+  }
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    if (cases[c].aggregated) continue;
+    for (std::size_t d = 0; d < cases.size(); ++d)
+      if (cases[d].aggregated && cases[d].bytes == cases[c].bytes) peer[c] = peer[d];
   }
 
   if (me == 0) {
