@@ -258,6 +258,57 @@ TEST(Serialization, UserStructWithSerializeMemberRoundTrip) {
   EXPECT_EQ(b2, many);
 }
 
+// A type cereal stores through save_minimal/load_minimal, which needs the output and input archives
+// paired (CEREAL_SETUP_ARCHIVE_TRAITS in vector_output_archive.hpp).
+struct celsius {
+  double degrees = 0;
+  double save_minimal(const auto&) const { return degrees; }
+  void load_minimal(const auto&, const double& d) { degrees = d; }
+  bool operator==(const celsius&) const = default;
+};
+
+TEST(Serialization, MinimalSerializationInsideContainersRoundTrip) {
+  const std::vector<celsius> temps{{-4.5}, {0}, {21.25}};
+  const std::map<std::string, celsius> at{{"oslo", {-3}}, {"rome", {14.5}}};
+  auto [t, a] = decode<std::tuple<std::vector<celsius>, std::map<std::string, celsius>>>(encode(temps, at));
+  EXPECT_EQ(t, temps);
+  EXPECT_EQ(a, at);
+}
+
+TEST(Serialization, WideStringsRoundTrip) {
+  const std::u16string s = u"wide \u00e9t\u00e9";
+  const std::u32string empty;
+  auto [back, e] = decode<std::tuple<std::u16string, std::u32string>>(encode(s, empty));
+  EXPECT_EQ(back, s);
+  EXPECT_TRUE(e.empty());
+}
+
+struct pair_of {
+  std::string s;
+  std::vector<std::int32_t> v;
+  template <class A>
+  void serialize(A& a) {
+    a(s, v);
+  }
+};
+
+// Strings and vectors are written directly, user types through cereal: both must keep cereal's
+// binary layout (a 64-bit length, then the elements), or a type mixing them would not decode.
+TEST(Serialization, StringsAndVectorsKeepCerealsLayout) {
+  std::vector<std::byte> expected;
+  put_u64(expected, 2);
+  expected.push_back(std::byte{'h'});
+  expected.push_back(std::byte{'i'});
+  put_u64(expected, 1);
+  const std::int32_t seven = 7;
+  for (std::size_t i = 0; i < sizeof seven; ++i) expected.push_back(reinterpret_cast<const std::byte*>(&seven)[i]);
+  EXPECT_EQ(encode(std::string("hi"), std::vector<std::int32_t>{7}), expected);
+  // The same bytes decode as a user type that reads its members through cereal.
+  auto [p] = decode<std::tuple<pair_of>>(expected);
+  EXPECT_EQ(p.s, "hi");
+  EXPECT_EQ(p.v, std::vector<std::int32_t>{7});
+}
+
 TEST(Serialization, SerializeIntoAppendsAfterExistingBytes) {
   std::vector<std::byte> out{std::byte{0xde}, std::byte{0xad}, std::byte{0xbe}};
   const std::string s = "after a prefix";

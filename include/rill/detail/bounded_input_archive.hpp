@@ -1,12 +1,11 @@
 // A cereal input archive over received bytes that refuses lengths the bytes cannot hold.
 //
-// It reads what cereal::BinaryOutputArchive writes. Unlike cereal's BinaryInputArchive, every
-// container length (cereal's size tags) is checked against the bytes still unread before the
-// container is resized, so a corrupt or hostile payload of a few bytes cannot make a rank allocate
-// gigabytes: every element of a serialized container occupies at least one byte.
+// It reads what vector_output_archive (and cereal::BinaryOutputArchive) writes. Unlike cereal's BinaryInputArchive,
+// every container length (cereal's size tags) is checked against the bytes still unread before the container is
+// resized, so a corrupt or hostile payload of a few bytes cannot make a rank allocate gigabytes: every element of a
+// serialized container occupies at least one byte.
 #pragma once
 
-#include <cereal/archives/binary.hpp>
 #include <cereal/cereal.hpp>
 
 #include <cstddef>
@@ -75,11 +74,3 @@ void CEREAL_LOAD_FUNCTION_NAME(bounded_input_archive& ar, cereal::BinaryData<T>&
 }
 
 }  // namespace rill::detail
-
-// Types with load_minimal (enums among them) need to know which output archive wrote the data.
-namespace cereal::traits::detail {
-template <>
-struct get_output_from_input<rill::detail::bounded_input_archive> {
-  using type = cereal::BinaryOutputArchive;
-};
-}  // namespace cereal::traits::detail
