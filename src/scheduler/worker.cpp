@@ -48,7 +48,7 @@ worker::~worker() {
 
 void worker::push(task_record* t) {
   deque_.push(t);
-  pool_.notify();
+  pool_.notify_spawned();
 }
 
 task_record* worker::allocate_task() {
