@@ -4,6 +4,8 @@
 //          the latch; ns/task = time / T.
 //   fib:   fib(30) with a spawn per call: fib(n) spawns fib(n-1) into a child latch, computes
 //          fib(n-2) inline, waits; ns per spawned task = time / (spawns = fib(31) - 1).
+//   fib with finish: the same with Habanero's constructs: fib(n) is finish { async(fib(n-1));
+//          fib(n-2) }, a finish scope per call; the end of finish runs the queued child itself.
 //
 // The worker count comes from --rill:workers (bench/run runs 1 and 2). Peers in the same process,
 // after the Rill phase, with the same thread count: TBB tbb::task_group (tbb::global_control
@@ -44,6 +46,16 @@ long rill_fib(int n) {
   });
   const long b = rill_fib(n - 2);
   child.wait();
+  return a + b;
+}
+
+long rill_fib_finish(int n) {
+  if (n < 2) return n;
+  long a = 0, b = 0;
+  rill::finish([&] {
+    rill::async([&a, n] { a = rill_fib_finish(n - 1); });
+    b = rill_fib_finish(n - 2);
+  });
   return a + b;
 }
 
@@ -169,36 +181,40 @@ int main(int argc, char** argv) {
   fib.unit = "ns/spawned task";
   fib.extra = {{"ranks", 1}, {"workers", workers}, {"transport", "local"}, {"fib_n", fib_n}, {"spawns", spawns}};
 
+  bench::result fib_finish = fib;
+  fib_finish.case_name = fmt::format("fib({}) with a finish per call, {}, 1 rank local", fib_n, wtext);
+
   long errors = 0;
-  rt.run([&] {
-    rill_empty(tasks / 10);  // warm-up: task records, deque capacity
-    empty.rill = repeat(reps, "rill empty", [&] { return rill_empty(tasks) * 1e9 / static_cast<double>(tasks); });
-    fib.rill = repeat(reps, "rill fib", [&] {
+  // One repetition of a fib version: ns per spawned task, the result checked.
+  auto fib_run = [&](long (*version)(int)) {
+    return [&, version] {
       const auto t0 = bench::clock::now();
-      const long v = rill_fib(fib_n);
+      const long v = version(fib_n);
       const double t = bench::seconds_since(t0);
       if (v != expected) ++errors;
       return t * 1e9 / static_cast<double>(spawns);
-    });
+    };
+  };
+  rt.run([&] {
+    rill_empty(tasks / 10);  // warm-up: task records, deque capacity
+    empty.rill = repeat(reps, "rill empty", [&] { return rill_empty(tasks) * 1e9 / static_cast<double>(tasks); });
+    fib.rill = repeat(reps, "rill fib", fib_run(rill_fib));
+    fib_finish.rill = repeat(reps, "rill fib, finish", fib_run(rill_fib_finish));
   });
 
   {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(workers));
     tbb_empty(tasks / 10);
     empty.peer_values = repeat(reps, "tbb empty", [&] { return tbb_empty(tasks) * 1e9 / static_cast<double>(tasks); });
-    fib.peer_values = repeat(reps, "tbb fib", [&] {
-      const auto t0 = bench::clock::now();
-      const long v = tbb_fib(fib_n);
-      const double t = bench::seconds_since(t0);
-      if (v != expected) ++errors;
-      return t * 1e9 / static_cast<double>(spawns);
-    });
+    fib.peer_values = repeat(reps, "tbb fib", fib_run(tbb_fib));
   }
 
   const double rill_empty_median = bench::summarize(empty.rill).median;
   const double rill_fib_median = bench::summarize(fib.rill).median;
+  const double rill_fib_finish_median = bench::summarize(fib_finish.rill).median;
   empty.extra["other_peers"] = nlohmann::json::array();
   fib.extra["other_peers"] = nlohmann::json::array();
+  fib_finish.extra["other_peers"] = nlohmann::json::array();
 #if RILL_BENCH_OPENMP
   if (openmp) {
     omp_empty(tasks / 10, workers);
@@ -211,10 +227,14 @@ int main(int argc, char** argv) {
     });
     empty.extra["other_peers"].push_back(other_peer("OpenMP tasks (libgomp)", e, rill_empty_median));
     fib.extra["other_peers"].push_back(other_peer("OpenMP tasks (libgomp)", f, rill_fib_median));
+    fib_finish.extra["other_peers"].push_back(other_peer("OpenMP tasks (libgomp)", f, rill_fib_finish_median));
   }
 #endif
   fib.extra["errors"] = errors;
+  fib_finish.peer_values = fib.peer_values;
+  fib_finish.extra["errors"] = errors;
   bench::emit(empty);
   bench::emit(fib);
+  bench::emit(fib_finish);
   return errors == 0 ? 0 : 1;
 }

@@ -275,6 +275,39 @@ void worker::run_task(task_record* t) {
   worker_counters::bump(counters_.tasks_run);
 }
 
+void worker::help_scope(void* scope) {
+  fiber_rec* const f = current_;
+  // Nested tasks deepen this stack (a thread's own stack, size 0, is deep enough).
+  const auto lowest = reinterpret_cast<std::uintptr_t>(f->stack.sp) - f->stack.size;
+  auto room = [&] {
+    return f->stack.size == 0 ||
+           reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - lowest > f->stack.size / 2;
+  };
+  // A nested task starts as one from the loop would: with no phaser registrations and outside any
+  // message handler; the waiter's own come back afterwards.
+  void* const phasers = f->phasers;
+  const int message_source = f->message_source;
+  f->phasers = nullptr;
+  f->message_source = -1;
+  while (!deque_.empty() && room()) {
+    task_record* t = deque_.pop();
+    if (!t) break;            // a thief took it
+    if (t->scope != scope) {  // not ours to run here: back where it was
+      deque_.push(t);
+      break;
+    }
+    run_task(t);
+    // The loop polls the network every poll_every-th step; so do nested tasks, by leaving to it.
+    if (poll_tick()) {
+      poll_due_ = true;
+      break;
+    }
+  }
+  f->phasers = phasers;
+  f->message_source = message_source;
+  if (credit_.units) return_credit();
+}
+
 void worker::count_ended(void* scope) {
   if (credit_.scope != scope) {
     if (credit_.units) return_credit();

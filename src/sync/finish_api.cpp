@@ -160,8 +160,11 @@ void finish_run(void (*body)(void*), void* arg) {
   }
   set_current_finish(previous);
   finish_task_ended(&home, std::move(error));
+  // The scope's tasks still queued here run now, on this fiber, as TBB's task_group::wait does:
+  // no switch to another fiber and back for each. That is safe for these tasks only: one of them
+  // could not wait for anything this task does after finish(), which returns after they all end.
+  current_worker()->help_scope(&home);
   done.wait();
-  table.forget_home(home);
   if (home.first_error) std::rethrow_exception(home.first_error);
 }
 

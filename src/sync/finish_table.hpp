@@ -48,9 +48,10 @@ class finish_table {
   // A task of scope `key` arrives from `from`, whose proxy is `from_proxy`. Returns this rank's
   // proxy, its count already raised for the task; sets `ack_now` unless the task engaged it.
   finish_proxy* arrive(finish_key key, int from, std::uint64_t from_proxy, bool& ack_now);
-  // The home proxy of a new scope (count 1: the scope's body); forget() it once the count is zero.
+  // The home proxy of a new scope (count 1: the scope's body). Homes are not in the table: a task
+  // arriving home finds its proxy at the address in its key (the count cannot reach zero while a
+  // task of the scope travels, so the home is alive), and a finish() per task costs no lock.
   void open_home(finish_proxy& home);
-  void forget_home(finish_proxy& home);
   // Returns `units` of a non-home proxy's count under the table's lock, where arrivals raise it:
   // if that brings it to zero the proxy leaves the table, and the caller (the only one) must
   // acknowledge its parent and delete it; returns whether it did.

@@ -165,6 +165,53 @@ TEST_P(finish_scopes, a_remote_task_that_throws_is_rethrown_after_every_task_end
             0);
 }
 
+// Habanero's fib: a finish per call. Each waiting finish runs its queued child itself.
+long fib(int n) {
+  if (n < 2) return n;
+  long a = 0, b = 0;
+  rill::finish([&] {
+    rill::async([&a, n] { a = fib(n - 1); });
+    b = fib(n - 2);
+  });
+  return a + b;
+}
+
+TEST_P(finish_scopes, a_finish_per_task_nests_to_any_depth) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          expect(fib(20) == 6765, "fib(20) with a finish per call is wrong");
+                          // The same from every rank at once, each rank's scopes its own.
+                          rill::finish([&] {
+                            for (int r = 0; r < rill::rank_n(); ++r)
+                              rill::async_at(r, [] {
+                                if (fib(16) != 987) throw std::runtime_error("fib(16) is wrong");
+                              });
+                          });
+                        }),
+            0);
+}
+
+// The waiting finish takes its scope's queued tasks last-in first: here the waiting one, which
+// needs the task queued below it. It must not hold that one back (it runs on another fiber).
+TEST_P(finish_scopes, a_task_run_by_the_waiting_finish_may_wait_for_one_queued_below_it) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          for (int round = 0; round < 20; ++round) {
+                            rill::latch opened(1);
+                            bool waited = false;
+                            rill::finish([&] {
+                              rill::async([&] { opened.count_down(); });
+                              rill::async([&] {
+                                opened.wait();
+                                waited = true;
+                              });
+                            });
+                            expect(waited, "finish returned before its waiting task ended");
+                          }
+                        }),
+            0);
+}
+
 INSTANTIATE_TEST_SUITE_P(setups, finish_scopes, ::testing::ValuesIn(setups()), name_of);
 
 }  // namespace
