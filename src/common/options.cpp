@@ -85,7 +85,7 @@ const std::vector<option_spec>& table() {
            bad_value("transport", v, "local or mpi");
          o.transport_given = true;
        }},
-      {"stack", "64KiB", "fiber stack size in bytes (a guard page is added below each; x4 under ASan, x2 under TSan)",
+      {"stack", "64KiB", "stack a task can count on, in bytes (fiber stacks are twice this, with a guard page below; x4 under ASan, x2 under TSan)",
        [](parsed_options& o, std::string_view v) { o.cfg.stack_bytes = parse_size("stack", v, 8192, 1ull << 30); }},
       {"agg-bytes", "4KiB", "aggregation buffer size threshold: a destination's buffer leaves when it is this full",
        [](parsed_options& o, std::string_view v) { o.cfg.agg_bytes = parse_size("agg-bytes", v, 64, 16ull << 20); }},

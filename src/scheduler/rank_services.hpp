@@ -37,7 +37,7 @@ class rank_services {
   // Read by every worker on every scheduling round, written once: on a cache line of its own, so
   // that writes to what the rank keeps after it do not make each of those reads a miss.
   alignas(64) std::atomic<bool> stopping_{false};
-  char after_stopping_[63] = {};
+  [[maybe_unused]] char after_stopping_[63] = {};  // (else the derived class's members would sit here)
 };
 
 }  // namespace rill::detail

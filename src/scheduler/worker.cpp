@@ -30,7 +30,13 @@ inline void cpu_relax() {
 }  // namespace
 
 worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
-    : pool_(pool), index_(index), stacks_(stack_bytes * sanitizer_stack_factor) {}
+    : pool_(pool),
+      index_(index),
+      task_stack_bytes_(stack_bytes * sanitizer_stack_factor),
+      // Room for a task of --rill:stack bytes, and as much again under it: a finish runs its scope's
+      // queued tasks nested on its own stack (help_scope) while a whole task's stack is free there.
+      // Stacks are mapped without reserve, so the second half costs address space only until used.
+      stacks_(2 * task_stack_bytes_) {}
 
 worker::~worker() {
   // Fibers still suspended at shutdown wait for something that will never come; resuming them
@@ -277,18 +283,29 @@ void worker::run_task(task_record* t) {
 
 void worker::help_scope(void* scope) {
   fiber_rec* const f = current_;
-  // Nested tasks deepen this stack (a thread's own stack, size 0, is deep enough).
+  // A nested task starts only with a whole task's stack free below it, as a task from the loop has
+  // (fiber stacks are twice that: see the constructor). A thread's own stack (size 0) is deep.
   const auto lowest = reinterpret_cast<std::uintptr_t>(f->stack.sp) - f->stack.size;
   auto room = [&] {
     return f->stack.size == 0 ||
-           reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - lowest > f->stack.size / 2;
+           reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - lowest >= task_stack_bytes_;
   };
   // A nested task starts as one from the loop would: with no phaser registrations and outside any
   // message handler; the waiter's own come back afterwards.
-  void* const phasers = f->phasers;
-  const int message_source = f->message_source;
-  f->phasers = nullptr;
-  f->message_source = -1;
+  struct nested_context {
+    fiber_rec* f;
+    void* phasers;
+    int message_source;
+    explicit nested_context(fiber_rec* fiber)
+        : f(fiber), phasers(fiber->phasers), message_source(fiber->message_source) {
+      f->phasers = nullptr;
+      f->message_source = -1;
+    }
+    ~nested_context() {
+      f->phasers = phasers;
+      f->message_source = message_source;
+    }
+  } context{f};
   while (!deque_.empty() && room()) {
     task_record* t = deque_.pop();
     if (!t) break;            // a thief took it
@@ -297,14 +314,13 @@ void worker::help_scope(void* scope) {
       break;
     }
     run_task(t);
-    // The loop polls the network every poll_every-th step; so do nested tasks, by leaving to it.
+    // The loop polls the network every poll_every-th step. Here that is a trip through the loop,
+    // which polls first thing, and back: the poll's handlers must not run nested in the waiter.
     if (poll_tick()) {
       poll_due_ = true;
-      break;
+      wait_for_progress();
     }
   }
-  f->phasers = phasers;
-  f->message_source = message_source;
   if (credit_.units) return_credit();
 }
 

@@ -75,9 +75,10 @@ class worker {
   // True when no fiber is ready and no task is queued for this worker (what on_out_of_work means).
   bool out_of_work() const;
   // Runs tasks of finish scope `scope` from the bottom of this worker's deque on the calling fiber
-  // (nested in the caller, no fiber switch), while that fiber has half its stack free and until a
-  // network poll is due; then gives back held credit. Only for a task waiting for `scope` to end:
-  // none of the scope's tasks can need anything the waiter does after that wait.
+  // (nested in the caller, no fiber switch) while that fiber has a whole task's stack free, going
+  // through the scheduling loop whenever a network poll is due; then gives back held credit. Only
+  // for a task waiting for `scope` to end: none of the scope's tasks can need anything the waiter
+  // does after that wait.
   void help_scope(void* scope);
   held_credit& credit() { return credit_; }
   // Gives the held units back to their scope.
@@ -121,6 +122,7 @@ class worker {
   const int index_;
   worker_counters counters_;
   chase_lev_deque<task_record*> deque_;
+  const std::size_t task_stack_bytes_;  // --rill:stack (times the sanitizer factor)
   stack_pool stacks_;
 
   fiber_rec main_;                                  // the OS thread's own context

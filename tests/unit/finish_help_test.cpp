@@ -1,6 +1,7 @@
 // The end of rill::finish runs the scope's tasks still queued on its worker on the waiting fiber
-// itself (worker::help_scope): nested in the waiter, while half the fiber's stack is free, and as
-// tasks of their own (no phaser registrations or message of the waiter's).
+// itself (worker::help_scope): nested in the waiter, while a task's stack is free below, polling
+// the network on the way, and as tasks of their own (no phaser registrations or message of the
+// waiter's).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -38,8 +39,9 @@ TEST(FinishHelp, QueuedTasksOfTheScopeRunOnTheWaitingFiber) {
   EXPECT_GT(nested, 0) << "no task of the scope ran on the waiting fiber";
 }
 
-// A chain of 400 nested scopes, each task with a 1 KiB frame: 400 KiB nested on one 64 KiB stack
-// would overflow it. Helping stops at half the stack; the rest runs on other fibers.
+// A chain of 400 nested scopes, each task with a 1 KiB frame: 400 KiB nested on one fiber (of
+// twice 64 KiB) would overflow it. Helping stops while a task's 64 KiB are still free below; the
+// rest runs on other fibers.
 void nest(int depth, std::atomic<int>& deepest) {
   volatile char frame[1024];
   frame[0] = static_cast<char>(depth);
@@ -51,11 +53,49 @@ void nest(int depth, std::atomic<int>& deepest) {
   rill::finish([&] { rill::async([&] { nest(depth - 1, deepest); }); });
 }
 
-TEST(FinishHelp, NestingStopsAtHalfTheStack) {
+TEST(FinishHelp, NestingStopsWhileATasksStackIsStillFree) {
   auto rt = make_runtime({"--rill:workers=1", "--rill:stack=64K"});
   std::atomic<int> deepest{0};
   rt->run([&] { nest(400, deepest); });
   EXPECT_EQ(deepest.load(), 1);
+}
+
+// 0: the message is not sent yet; 1: sent; 2: handled.
+std::atomic<int> message{0};
+std::atomic<long> leaves_after_it{0};
+
+// fib with a finish per call; its first leaf sends this rank a message, and later leaves count
+// themselves once it has been handled.
+long fib(int n) {
+  if (n < 2) {
+    if (message.load() == 0) {
+      message = 1;
+      rill::am::send(rill::rank_me(), [] { message = 2; });
+      rill::am::flush();
+    } else if (message.load() == 2) {
+      leaves_after_it.fetch_add(1);
+    }
+    return n;
+  }
+  long a = 0, b = 0;
+  rill::finish([&] {
+    rill::async([&a, n] { a = fib(n - 1); });
+    b = fib(n - 2);
+  });
+  return a + b;
+}
+
+// On one worker every task of a fork-join recursion runs nested in a waiting finish; the network
+// must still be polled (every 32 tasks), or the message waits for the whole computation.
+TEST(FinishHelp, ARecursionRunNestedStillLetsMessagesIn) {
+  auto rt = make_runtime({"--rill:workers=1"});
+  message = 0;
+  leaves_after_it = 0;
+  long value = 0;
+  rt->run([&] { value = fib(20); });
+  EXPECT_EQ(value, 6765);
+  EXPECT_EQ(message.load(), 2);
+  EXPECT_GT(leaves_after_it.load(), 0) << "the message was handled only after the recursion";
 }
 
 TEST(FinishHelp, NestedTasksSeeNeitherTheWaitersPhasersNorItsMessage) {

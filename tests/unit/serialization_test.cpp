@@ -260,12 +260,34 @@ TEST(Serialization, UserStructWithSerializeMemberRoundTrip) {
 
 // A type cereal stores through save_minimal/load_minimal, which needs the output and input archives
 // paired (CEREAL_SETUP_ARCHIVE_TRAITS in vector_output_archive.hpp).
+// (Not trivially copyable, or it would travel as its bytes without cereal.)
 struct celsius {
   double degrees = 0;
+  celsius() = default;
+  celsius(double d) : degrees(d) {}
+  celsius(const celsius& o) : degrees(o.degrees) {}
+  celsius& operator=(const celsius&) = default;
   double save_minimal(const auto&) const { return degrees; }
   void load_minimal(const auto&, const double& d) { degrees = d; }
   bool operator==(const celsius&) const = default;
 };
+
+// A type with a class version: cereal writes the version once per archive, the first time the type
+// appears, so a message's arguments must share one archive.
+struct versioned {
+  std::string name;
+  int value = 0;
+  template <class A>
+  void serialize(A& a, const std::uint32_t version) {
+    a(name);
+    if (version >= 2) a(value);
+  }
+  bool operator==(const versioned&) const = default;
+};
+
+}  // namespace
+CEREAL_CLASS_VERSION(versioned, 2);
+namespace {
 
 TEST(Serialization, MinimalSerializationInsideContainersRoundTrip) {
   const std::vector<celsius> temps{{-4.5}, {0}, {21.25}};
@@ -273,6 +295,15 @@ TEST(Serialization, MinimalSerializationInsideContainersRoundTrip) {
   auto [t, a] = decode<std::tuple<std::vector<celsius>, std::map<std::string, celsius>>>(encode(temps, at));
   EXPECT_EQ(t, temps);
   EXPECT_EQ(a, at);
+}
+
+TEST(Serialization, VersionedTypesInSeveralArgumentsRoundTrip) {
+  const versioned a{"first", 1}, b{"second", 2};
+  const std::vector<versioned> more{{"x", 3}, {"y", 4}};
+  auto [ba, bb, bmore] = decode<std::tuple<versioned, versioned, std::vector<versioned>>>(encode(a, b, more));
+  EXPECT_EQ(ba, a);
+  EXPECT_EQ(bb, b);
+  EXPECT_EQ(bmore, more);
 }
 
 TEST(Serialization, WideStringsRoundTrip) {
