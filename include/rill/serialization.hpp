@@ -129,11 +129,7 @@ struct lending_output {
     if (!cereal_archive) cereal_archive.emplace(out);
     return *cereal_archive;
   }
-  void write(const void* data, std::size_t bytes) {
-    if (bytes == 0) return;  // an empty container's data() may be null
-    const auto* first = static_cast<const std::byte*>(data);
-    out.insert(out.end(), first, first + bytes);
-  }
+  void write(const void* data, std::size_t bytes) { append_bytes(out, data, bytes); }
 };
 
 // Writes one value as load_one reads it. A view's elements are padded to start at a multiple of

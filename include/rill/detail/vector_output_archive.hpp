@@ -17,16 +17,19 @@
 
 namespace rill::detail {
 
+// Appends `size` bytes at `data` to `out` (an empty container's data() may be null: size 0 is fine).
+inline void append_bytes(std::vector<std::byte>& out, const void* data, std::size_t size) {
+  if (size == 0) return;
+  const auto* first = static_cast<const std::byte*>(data);
+  out.insert(out.end(), first, first + size);
+}
+
 class vector_output_archive : public cereal::OutputArchive<vector_output_archive, cereal::AllowEmptyClassElision> {
  public:
   explicit vector_output_archive(std::vector<std::byte>& out)
       : cereal::OutputArchive<vector_output_archive, cereal::AllowEmptyClassElision>(this), out_(out) {}
 
-  void saveBinary(const void* data, std::size_t size) {
-    if (size == 0) return;  // an empty container's data() may be null
-    const auto* first = static_cast<const std::byte*>(data);
-    out_.insert(out_.end(), first, first + size);
-  }
+  void saveBinary(const void* data, std::size_t size) { append_bytes(out_, data, size); }
 
  private:
   std::vector<std::byte>& out_;
