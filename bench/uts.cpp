@@ -2,6 +2,7 @@
 //
 //   uts -t 1 -a 3 -d 10 -b 4 -r 19                    the reference's flags (here T1); sequential
 //   uts <tree flags> --impl rill --rill:workers=2       one traversal with Rill (or tbb, openmp, seq,
+//                                                       rill-queued: every task queued, no may_inline,
 //                                                       rill-latch: Rill without rill::finish,
 //                                                       rill-dist: async_any on every rank, stealing)
 //   uts <tree flags> --bench --name T1 [--quick]        bench/run's mode: one JSON line
@@ -121,8 +122,8 @@ int main(int argc, char** argv) {
   int reps = 5;
   std::string name = "tree";
   bool bench_ranks = false;
-  app.add_option("--impl", impl, "traversal: seq, rill, rill-latch, rill-dist, tbb, openmp")
-      ->check(CLI::IsMember({"seq", "rill", "rill-latch", "rill-dist", "tbb", "openmp"}))
+  app.add_option("--impl", impl, "traversal: seq, rill, rill-queued, rill-latch, rill-dist, tbb, openmp")
+      ->check(CLI::IsMember({"seq", "rill", "rill-queued", "rill-latch", "rill-dist", "tbb", "openmp"}))
       ->capture_default_str();
   app.add_flag("--bench", bench_mode, "measure every traversal and print one JSON line (bench/run G1)");
   app.add_flag("--bench-ranks", bench_ranks,
@@ -164,20 +165,26 @@ int main(int argc, char** argv) {
       std::printf("Implementation: OpenMP tasks, %d threads\n", workers);
       r = time_one([&] { return uts::traverse_openmp(tree, workers); });
     } else {
-      const char* how = impl == "rill-latch"  ? "spawn and a latch"
-                        : impl == "rill-dist" ? "async_any on every rank, stealing"
-                                              : "finish and async";
+      const char* how = impl == "rill-latch"    ? "spawn and a latch, may_inline"
+                        : impl == "rill-dist"   ? "async_any on every rank, stealing"
+                        : impl == "rill-queued" ? "finish and async, every task queued"
+                                                : "finish and async, may_inline";
       std::printf("Implementation: Rill (%s), %d rank%s, %d worker%s per rank\n", how, rt.ranks(),
                   rt.ranks() == 1 ? "" : "s", workers, workers == 1 ? "" : "s");
       uts::prepare_distributed(tree, rt.ranks());
       bool here = false;  // under mpirun, the top-level task runs in rank 0's process only
       rc = rt.run([&] {
         here = true;
+        const rill::rank_stats before = rill::stats();
         r = time_one([&] {
           if (impl == "rill-latch") return uts::traverse_rill_latch(tree);
           if (impl == "rill-dist") return uts::traverse_rill_distributed();
-          return uts::traverse_rill(tree);
+          return uts::traverse_rill(tree, impl == "rill-queued");
         });
+        const rill::rank_stats after = rill::stats();
+        std::printf("Rill on rank %d: %llu tasks run, %llu taken from another worker\n", rill::rank_me(),
+                    static_cast<unsigned long long>(after.tasks_run - before.tasks_run),
+                    static_cast<unsigned long long>(after.steals - before.steals));
       });
       if (!here) return rc;
     }
@@ -225,7 +232,8 @@ int main(int argc, char** argv) {
 
   // Repetitions interleave the traversals (in a rotating order), so that load from elsewhere on a
   // shared machine falls on all of them alike. rill-latch (spawn, a pending count and a latch)
-  // shows what rill::finish costs, where the runtime has it.
+  // shows what rill::finish costs, where the runtime has it; rill-queued what rill::may_inline
+  // gains (every task queued, as rill::async does without it).
   struct contender {
     const char* name;
     bool on_worker;  // runs on the Rill worker (else on a thread of its own)
@@ -237,6 +245,7 @@ int main(int argc, char** argv) {
   all.push_back({"tbb", false, [&] { return uts::traverse_tbb(tree, workers); }, {}});
   if (uts::has_openmp()) all.push_back({"openmp", false, [&] { return uts::traverse_openmp(tree, workers); }, {}});
   all.push_back({"rill-latch", true, [&] { return uts::traverse_rill_latch(tree); }, {}});
+  all.push_back({"rill-queued", true, [&] { return uts::traverse_rill(tree, true); }, {}});
   const auto n = static_cast<int>(all.size());
   rt.run([&] {
     for (contender& c : all) {  // warm-up: task records, fiber stacks, deques, thread pools
@@ -264,6 +273,7 @@ int main(int argc, char** argv) {
   const std::vector<double> tbb_rates = rates_of("tbb");
   const std::vector<double> omp_rates = rates_of("openmp");
   const std::vector<double> latch_rates = rates_of("rill-latch");
+  const std::vector<double> queued_rates = rates_of("rill-queued");
 
   const std::string wtext = fmt::format("{} worker{}", workers, workers == 1 ? "" : "s");
   bench::result res;
@@ -288,7 +298,7 @@ int main(int argc, char** argv) {
                {"depth", seq.c.depth},
                {"leaves", seq.c.leaves},
                {"published_nodes", published ? nlohmann::json(published->expected.nodes) : nlohmann::json()},
-               {"rill_join", "finish/async"},
+               {"rill_join", "finish/async(may_inline)"},
                {"sequential_nodes_per_s", static_cast<double>(seq.c.nodes) / seq.seconds},
                {"errors", errors}};
   const double rill_median = bench::summarize(rill_rates).median;
@@ -305,10 +315,12 @@ int main(int argc, char** argv) {
   other("TBB task_group", tbb_rates);
   if (!omp_rates.empty()) other("OpenMP tasks (libgomp)", omp_rates);
   res.extra["other_peers"] = others;
-  if (!latch_rates.empty()) {
-    const bench::summary l = bench::summarize(latch_rates);
-    res.extra["rill_latch"] = {{"value", l.median}, {"min", l.min}, {"max", l.max}, {"runs", l.runs}};
-  }
+  const auto variant = [&](const char* key, const std::vector<double>& v) {
+    const bench::summary s = bench::summarize(v);
+    res.extra[key] = {{"value", s.median}, {"min", s.min}, {"max", s.max}, {"runs", s.runs}};
+  };
+  variant("rill_latch", latch_rates);
+  variant("rill_queued", queued_rates);
   bench::emit(res);
   return errors == 0 ? 0 : 1;
 }

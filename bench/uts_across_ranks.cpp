@@ -70,7 +70,7 @@ int bench_across_ranks(const uts::tree& tree, const uts::counts& sequential, con
   for (int r = -1; r < reps; ++r) {  // r == -1: warm-up
     const double d = two_ranks.nodes_per_s([] { return uts::traverse_rill_distributed(); }, sequential, errors);
     double l = 0;
-    if (reference_here) l = one_rank.nodes_per_s([&] { return uts::traverse_rill(tree); }, sequential, errors);
+    if (reference_here) l = one_rank.nodes_per_s([&] { return uts::traverse_rill(tree, true); }, sequential, errors);
     if (mpi) bench::mpi_peer::sleeping_barrier();
     if (!reference_here) continue;
     bench::progress("G1 {} across ranks rep {}: 2 ranks x 1 worker {:.3g} nodes/s, 1 rank x 2 workers {:.3g}", name, r,

@@ -82,17 +82,21 @@ void rill_latch_task(rill_latch_walk* w, const node& n) {
     rill_latch_walk* w;
     void expect(int k) { w->pending.fetch_add(k, std::memory_order_relaxed); }
     void operator()(const node& c) const {
-      rill::spawn([w = w, c] { rill_latch_task(w, c); });
+      rill::spawn(rill::may_inline, [w = w, c] { rill_latch_task(w, c); });
     }
   };
   walk(*w->t, n, w->stats->local(), spawner{w});
   if (w->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) w->done.count_down();
 }
 
-// Rill with finish/async: the finish scope knows when every task has ended.
+// Rill with finish/async: the finish scope knows when every task has ended. A node's task never
+// waits, so children are spawned with rill::may_inline, which runs them at once while the worker
+// has plenty queued (OpenMP's tasks have that license by default); `queued` spawns every child as
+// a queued task instead.
 struct rill_finish_walk {
   const tree* t;
   thread_counts* stats;
+  bool queued;
 };
 
 void rill_finish_task(rill_finish_walk* w, const node& n) {
@@ -100,7 +104,10 @@ void rill_finish_task(rill_finish_walk* w, const node& n) {
     rill_finish_walk* w;
     void expect(int) {}
     void operator()(const node& c) const {
-      rill::async([w = w, c] { rill_finish_task(w, c); });
+      if (w->queued)
+        rill::async([w = w, c] { rill_finish_task(w, c); });
+      else
+        rill::async(rill::may_inline, [w = w, c] { rill_finish_task(w, c); });
     }
   };
   walk(*w->t, n, w->stats->local(), spawner{w});
@@ -182,9 +189,9 @@ counts traverse_rill_latch(const tree& t) {
   return stats.total();
 }
 
-counts traverse_rill(const tree& t) {
+counts traverse_rill(const tree& t, bool queued) {
   thread_counts stats;
-  rill_finish_walk w{&t, &stats};
+  rill_finish_walk w{&t, &stats, queued};
   rill::finish([&] { rill_finish_task(&w, t.root()); });
   return stats.total();
 }

@@ -62,8 +62,9 @@ counts traverse_openmp(const tree& t, int threads);
 
 // Rill tasks on the calling rank's workers; call from a Rill task (inside runtime::run).
 // traverse_rill waits with rill::finish; traverse_rill_latch with spawn, a pending count of tasks
-// and a rill::latch (what finish costs is the difference).
-counts traverse_rill(const tree& t);
+// and a rill::latch (what finish costs is the difference). Both spawn with rill::may_inline, but
+// traverse_rill(t, true) queues every task.
+counts traverse_rill(const tree& t, bool queued = false);
 counts traverse_rill_latch(const tree& t);
 
 // Rill across ranks: every child is an async_any task, which idle ranks steal (the root's rank

@@ -30,6 +30,7 @@ struct config {
   std::uint64_t chaos = 0;                             // local transport: seed of delay/reorder, 0 = off
   std::string log = "warn";                            // spdlog level
   std::uint64_t idle_poll_us = 5000;                   // how long an idle worker keeps polling before it sleeps
+  std::int64_t inline_queue = 16;                      // a rill::may_inline task runs at once when this many are queued
   std::string event_graph;                             // record the event graph, write it as DOT here ("" = off)
   double hang_report_s = 30;                           // quiet seconds before a rank reports what it waits on (0 = off)
   steal_policy steal = steal_policy::random;           // how an idle rank picks a victim to steal async_any tasks from

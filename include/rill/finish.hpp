@@ -62,6 +62,13 @@ void async(F&& fn) {
   spawn(std::forward<F>(fn));
 }
 
+// async(fn) with the promise that fn never waits for what the caller does after this call: it may
+// run at once, on the caller's fiber (rill::may_inline_t, rill/task.hpp).
+template <class F>
+void async(may_inline_t, F&& fn) {
+  spawn(may_inline, std::forward<F>(fn));
+}
+
 // Runs fn(args...) as a task on rank `rank`, in the calling task's finish scope. On another rank,
 // fn must be a function, a capture-less lambda or a lambda with trivially copyable captures, and
 // args anything rill::am::send carries; on the calling rank anything goes. Never blocks.

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <type_traits>
 #include <utility>
 
 #include "rill/detail/finish_hooks.hpp"
@@ -17,6 +19,50 @@ namespace rill {
 template <class F>
 void spawn(F&& fn) {
   detail::task_submit(detail::make_counted_task("rill::spawn", std::forward<F>(fn)));
+}
+
+// The spawner's promise that the task never waits for anything the spawner does after spawning it
+// (directly or through tasks it starts later), and the same of every task the task spawns with
+// may_inline, transitively: an inline task runs on top of all the frames below it on the fiber,
+// its spawner's spawner's included. With it, spawn and async may run the task at once, on the
+// spawner's fiber, instead of queueing it: they do when the worker already has
+// --rill:inline-queue tasks queued (default 16), so thieves still find work, and a whole task's
+// stack (plus the callable) is free. (OpenMP tasks carry this promise by default, since any of
+// them may run undeferred; libgomp does so once 64 per thread of its team are queued.) Such a call
+// may also let the worker poll the network before it returns: hold no lock across it. Not inline
+// from a message handler or a task registered on phasers. What the task throws goes to its finish
+// scope, as from a queued task.
+struct may_inline_t {
+  explicit may_inline_t() = default;
+};
+inline const may_inline_t may_inline{};
+
+namespace detail {
+// True when the calling task may run a may_inline task, whose callable takes `callable_bytes` on
+// the stack, at once (see may_inline_t).
+bool inline_task_begin(std::size_t callable_bytes);
+// After the inline task returned or threw.
+void inline_task_end();
+// The inline task threw: its error goes to the calling task's finish scope (fatal without one).
+void inline_task_failed(std::exception_ptr error);
+}  // namespace detail
+
+template <class F>
+void spawn(may_inline_t, F&& fn) {
+  using Fn = std::decay_t<F>;
+  if (!detail::inline_task_begin(sizeof(Fn))) {
+    spawn(std::forward<F>(fn));
+    return;
+  }
+  {
+    Fn task(std::forward<F>(fn));  // the task owns its callable and destroys it, as a queued one does
+    try {
+      task();
+    } catch (...) {
+      detail::inline_task_failed(std::current_exception());
+    }
+  }
+  detail::inline_task_end();
 }
 
 // Lets other ready fibers and queued tasks of this worker run, and the network make progress,

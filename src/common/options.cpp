@@ -85,7 +85,9 @@ const std::vector<option_spec>& table() {
            bad_value("transport", v, "local or mpi");
          o.transport_given = true;
        }},
-      {"stack", "64KiB", "stack a task can count on, in bytes (fiber stacks are twice this, with a guard page below; x4 under ASan, x2 under TSan)",
+      {"stack", "64KiB",
+       "stack a task can count on, in bytes (fiber stacks are twice this, with a guard page below; x4 under ASan, x2 "
+       "under TSan)",
        [](parsed_options& o, std::string_view v) { o.cfg.stack_bytes = parse_size("stack", v, 8192, 1ull << 30); }},
       {"agg-bytes", "4KiB", "aggregation buffer size threshold: a destination's buffer leaves when it is this full",
        [](parsed_options& o, std::string_view v) { o.cfg.agg_bytes = parse_size("agg-bytes", v, 64, 16ull << 20); }},
@@ -125,6 +127,12 @@ const std::vector<option_spec>& table() {
        "microseconds an idle worker keeps polling before it sleeps (ranks woken by arrivals: at most 50)",
        [](parsed_options& o, std::string_view v) {
          o.cfg.idle_poll_us = parse_number<std::uint64_t>("idle-poll-us", v, 0, 60'000'000);
+       }},
+      {"inline-queue", "16",
+       "tasks queued on a worker from which a task spawned with rill::may_inline runs at once on the spawner's stack "
+       "instead of being queued (0 = always, when there is stack room)",
+       [](parsed_options& o, std::string_view v) {
+         o.cfg.inline_queue = parse_number<std::int64_t>("inline-queue", v, 0, std::int64_t{1} << 40);
        }},
       {"event-graph", "(off)",
        "record the event graph; at the end each rank writes PATH.rankN.dot (and the whole graph to PATH when all "

@@ -117,6 +117,13 @@ task_record* task_allocate() {
 
 void task_submit(task_record* t) { current_worker()->push(t); }
 
+bool inline_task_begin(std::size_t callable_bytes) {
+  worker* w = current_worker();
+  return w && w->may_run_inline(callable_bytes);
+}
+
+void inline_task_end() { current_worker()->inline_task_ran(); }
+
 void require_worker(const char* what) { (void)current_rank(what); }
 
 }  // namespace rill::detail

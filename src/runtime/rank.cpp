@@ -66,7 +66,7 @@ rank_state::rank_state(endpoint& ep, const rill::config& cfg)
       agg_(
           id_, size_, cfg, [this](int dest, buffer&& b) { transmit(dest, std::move(b)); },
           [this](int dest, std::span<const std::byte> bytes) { return transmit_copy(dest, bytes); }),
-      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_poll_us),
+      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue),
       received_(static_cast<std::size_t>(cfg.workers)),
       term_(*this),
       large_bytes_(cfg.large_bytes),

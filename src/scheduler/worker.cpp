@@ -29,10 +29,11 @@ inline void cpu_relax() {
 
 }  // namespace
 
-worker::worker(worker_pool& pool, int index, std::size_t stack_bytes)
+worker::worker(worker_pool& pool, int index, std::size_t stack_bytes, std::int64_t inline_queue)
     : pool_(pool),
       index_(index),
       task_stack_bytes_(stack_bytes * sanitizer_stack_factor),
+      inline_queue_(inline_queue),
       // Room for a task of --rill:stack bytes, and as much again under it: a finish runs its scope's
       // queued tasks nested on its own stack (help_scope) while a whole task's stack is free there.
       // Stacks are mapped without reserve, so the second half costs address space only until used.
@@ -281,15 +282,30 @@ void worker::run_task(task_record* t) {
   worker_counters::bump(counters_.tasks_run);
 }
 
+bool worker::stack_room(std::size_t extra) const {
+  const fiber_rec* f = current_;
+  if (f->stack.size == 0) return true;
+  const auto lowest = reinterpret_cast<std::uintptr_t>(f->stack.sp) - f->stack.size;
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - lowest >= task_stack_bytes_ + extra;
+}
+
+bool worker::may_run_inline(std::size_t callable_bytes) const {
+  const fiber_rec* f = current_;
+  return deque_.size() >= inline_queue_ && f->message_source < 0 && f->phasers == nullptr && stack_room(callable_bytes);
+}
+
+void worker::inline_task_ran() {
+  worker_counters::bump(counters_.tasks_run);
+  if (poll_tick()) {
+    poll_due_ = true;
+    wait_for_progress();
+  }
+}
+
 void worker::help_scope(void* scope) {
   fiber_rec* const f = current_;
   // A nested task starts only with a whole task's stack free below it, as a task from the loop has
-  // (fiber stacks are twice that: see the constructor). A thread's own stack (size 0) is deep.
-  const auto lowest = reinterpret_cast<std::uintptr_t>(f->stack.sp) - f->stack.size;
-  auto room = [&] {
-    return f->stack.size == 0 ||
-           reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) - lowest >= task_stack_bytes_;
-  };
+  // (fiber stacks are twice that: see the constructor).
   // A nested task starts as one from the loop would: with no phaser registrations and outside any
   // message handler; the waiter's own come back afterwards.
   struct nested_context {
@@ -306,7 +322,7 @@ void worker::help_scope(void* scope) {
       f->message_source = message_source;
     }
   } context{f};
-  while (!deque_.empty() && room()) {
+  while (!deque_.empty() && stack_room()) {
     task_record* t = deque_.pop();
     if (!t) break;            // a thief took it
     if (t->scope != scope) {  // not ours to run here: back where it was
@@ -459,9 +475,10 @@ void worker::thread_main() {
 
 // ---- the pool ----------------------------------------------------------------------------
 
-worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us)
+worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us,
+                         std::int64_t inline_queue)
     : services_(services), idle_poll_ns_(idle_poll_us * 1000) {
-  for (int i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker>(*this, i, stack_bytes));
+  for (int i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker>(*this, i, stack_bytes, inline_queue));
 }
 
 worker_pool::~worker_pool() {

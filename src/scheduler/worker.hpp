@@ -54,7 +54,7 @@ struct held_credit {
 
 class worker {
  public:
-  worker(worker_pool& pool, int index, std::size_t stack_bytes);
+  worker(worker_pool& pool, int index, std::size_t stack_bytes, std::int64_t inline_queue);
   ~worker();
   worker(const worker&) = delete;
   worker& operator=(const worker&) = delete;
@@ -80,6 +80,14 @@ class worker {
   // for a task waiting for `scope` to end: none of the scope's tasks can need anything the waiter
   // does after that wait.
   void help_scope(void* scope);
+  // True when a task spawned with rill::may_inline may run at once on the calling fiber: this
+  // worker has --rill:inline-queue tasks queued (work enough for thieves), the calling task is a
+  // plain one (no message handler, no phaser registrations: the inline task must not see them),
+  // and a whole task's stack is free below, besides `callable_bytes` for the task's callable.
+  bool may_run_inline(std::size_t callable_bytes) const;
+  // A task ran inline (after may_run_inline): counted as run, and every poll_every-th one goes
+  // through the scheduling loop and back, so that a chain of inline tasks still polls the network.
+  void inline_task_ran();
   held_credit& credit() { return credit_; }
   // Gives the held units back to their scope.
   void return_credit();
@@ -117,12 +125,16 @@ class worker {
   // network is polled, whatever the local work.
   static constexpr unsigned poll_every = 32;
   bool poll_tick() { return ++ticks_ % poll_every == 0; }
+  // True when the running fiber has a whole task's stack, and `extra` bytes, free below the
+  // caller's frame (a thread's own stack always has).
+  bool stack_room(std::size_t extra = 0) const;
 
   worker_pool& pool_;
   const int index_;
   worker_counters counters_;
   chase_lev_deque<task_record*> deque_;
   const std::size_t task_stack_bytes_;  // --rill:stack (times the sanitizer factor)
+  const std::int64_t inline_queue_;     // --rill:inline-queue
   stack_pool stacks_;
 
   fiber_rec main_;                                  // the OS thread's own context
@@ -152,7 +164,8 @@ class worker {
 // The workers of one rank, how they steal from each other, and how idle ones sleep.
 class worker_pool {
  public:
-  worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us);
+  worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us,
+              std::int64_t inline_queue);
   ~worker_pool();
 
   void start(int rank);  // launches the worker threads

@@ -3,6 +3,7 @@
 
 #include <typeinfo>
 
+#include "common/log.hpp"
 #include "rill/finish.hpp"
 #include "runtime/rank.hpp"
 #include "sync/finish_table.hpp"
@@ -106,6 +107,23 @@ void finish_task_ended(finish_proxy* p, std::exception_ptr error) {
     w->count_ended(p);
   else
     finish_release(p, 1);
+}
+
+void inline_task_failed(std::exception_ptr error) {
+  finish_proxy* p = current_finish();
+  if (!p) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      fatal("a task threw an exception nobody handled: {}", e.what());
+    } catch (...) {
+      fatal("a task threw an exception nobody handled (not a std::exception)");
+    }
+  }
+  // The inline task was never counted in the scope (its spawner kept the scope open): count it
+  // now, so that it can end with its error as a queued task would.
+  finish_count(p);
+  finish_task_ended(p, std::move(error));
 }
 
 void finish_release(finish_proxy* p, std::int64_t units) {

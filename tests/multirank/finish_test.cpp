@@ -212,6 +212,36 @@ TEST_P(finish_scopes, a_task_run_by_the_waiting_finish_may_wait_for_one_queued_b
             0);
 }
 
+// A tree whose local children are spawned with rill::may_inline (run at once on the spawner's
+// fiber: --rill:inline-queue=0) and whose every node also ships a report and a hop to the next
+// rank. The inline tasks belong to the scope as queued ones do: finish waits for what they start.
+void inline_tree(int depth) {
+  report();
+  if (depth == 0) return;
+  if (depth % 3 == 0) rill::async_at((rill::rank_me() + 1) % rill::rank_n(), inline_tree, depth - 1);
+  rill::async(rill::may_inline, [depth] { inline_tree(depth - 1); });
+  rill::async(rill::may_inline, [depth] { inline_tree(depth - 1); });
+}
+
+long inline_tree_size(int depth) {
+  if (depth == 0) return 1;
+  return 1 + (depth % 3 == 0 ? 3 : 2) * inline_tree_size(depth - 1);
+}
+
+TEST_P(finish_scopes, tasks_run_inline_belong_to_the_scope_and_so_does_what_they_ship) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          for (int round = 0; round < 3; ++round) {
+                            g_reports = 0;
+                            rill::finish([] { inline_tree(9); });
+                            expect(g_reports.load() == inline_tree_size(9),
+                                   "finish returned before an inline task's work ended");
+                          }
+                        },
+                        {"--rill:inline-queue=0"}),
+            0);
+}
+
 INSTANTIATE_TEST_SUITE_P(setups, finish_scopes, ::testing::ValuesIn(setups()), name_of);
 
 }  // namespace

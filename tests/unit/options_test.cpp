@@ -25,7 +25,7 @@ const char* const all_names[] = {"ranks",        "workers",     "transport",    
                                  "agg-age-us",   "large-bytes", "queue-buffers",   "chaos",     "log",
                                  "idle-poll-us", "event-graph", "hang-report-s",   "steal",     "steal-batch",
                                  "segment",      "global-heap", "shared-segments", "gas-cache", "gas-cache-entries",
-                                 "tag-checks",   "node-ring"};
+                                 "tag-checks",   "node-ring",   "inline-queue"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -140,7 +140,8 @@ TEST_F(Options, ParsesEveryValue) {
          "--rill:node-ring=4100",
          "--rill:chaos=18446744073709551615",
          "--rill:log=debug",
-         "--rill:idle-poll-us=0"};
+         "--rill:idle-poll-us=0",
+         "--rill:inline-queue=0"};
   parsed_options o = parse(a);
   EXPECT_EQ(o.cfg.ranks, 4);
   EXPECT_EQ(o.cfg.workers, 3);
@@ -156,6 +157,7 @@ TEST_F(Options, ParsesEveryValue) {
   EXPECT_EQ(o.cfg.chaos, 18446744073709551615ull);
   EXPECT_EQ(o.cfg.log, "debug");
   EXPECT_EQ(o.cfg.idle_poll_us, 0u);
+  EXPECT_EQ(o.cfg.inline_queue, 0);
   EXPECT_EQ(a.argc, 1);
 }
 
@@ -223,6 +225,7 @@ TEST_F(Options, MalformedNumbersThrow) {
   expect_usage_error("--rill:node-ring=100", "node-ring");  // neither 0 (off) nor room for a ring
   expect_usage_error("--rill:chaos=18446744073709551616", "chaos");
   expect_usage_error("--rill:idle-poll-us=many", "idle-poll-us");
+  expect_usage_error("--rill:inline-queue=-1", "inline-queue");
   expect_usage_error("--rill:stack=12Q", "stack");
   expect_usage_error("--rill:stack=K", "stack");
   expect_usage_error("--rill:agg-bytes=4k", "agg-bytes");
