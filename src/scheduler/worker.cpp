@@ -257,8 +257,8 @@ void worker::run_task(task_record* t) {
   if (!scope) {
     try {
       t->invoke(t, task_record::run_here);
-    } catch (const std::exception& e) {
-      fatal("a task threw an exception nobody handled: {}", e.what());
+    } catch (const std::exception&) {
+      fatal_unhandled(std::current_exception());
     }
   } else {
     // A task of a finish scope: the scope is the fiber's while the task runs, and what it throws
@@ -296,9 +296,25 @@ bool worker::may_run_inline(std::size_t callable_bytes) const {
 
 void worker::inline_task_ran() {
   worker_counters::bump(counters_.tasks_run);
+  step_nested();
+}
+
+void worker::step_nested() {
+  // The loop polls the network every poll_every-th step. Here that is a trip through the loop,
+  // which polls first thing, and back: the poll's handlers must not run nested in the task.
   if (poll_tick()) {
     poll_due_ = true;
     wait_for_progress();
+  }
+}
+
+void fatal_unhandled(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    fatal("a task threw an exception nobody handled: {}", e.what());
+  } catch (...) {
+    fatal("a task threw an exception nobody handled (not a std::exception)");
   }
 }
 
@@ -330,12 +346,7 @@ void worker::help_scope(void* scope) {
       break;
     }
     run_task(t);
-    // The loop polls the network every poll_every-th step. Here that is a trip through the loop,
-    // which polls first thing, and back: the poll's handlers must not run nested in the waiter.
-    if (poll_tick()) {
-      poll_due_ = true;
-      wait_for_progress();
-    }
+    step_nested();
   }
   if (credit_.units) return_credit();
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -125,6 +126,9 @@ class worker {
   // network is polled, whatever the local work.
   static constexpr unsigned poll_every = 32;
   bool poll_tick() { return ++ticks_ % poll_every == 0; }
+  // One scheduling step of a task run nested in the running fiber (help_scope, inline tasks): on
+  // every poll_every-th, a trip through the scheduling loop and back.
+  void step_nested();
   // True when the running fiber has a whole task's stack, and `extra` bytes, free below the
   // caller's frame (a thread's own stack always has).
   bool stack_room(std::size_t extra = 0) const;
@@ -160,6 +164,9 @@ class worker {
   bool active_ = false;
   std::thread thread_;
 };
+
+// Ends the program for what a task of no finish scope threw (nobody can handle it).
+[[noreturn]] void fatal_unhandled(const std::exception_ptr& error);
 
 // The workers of one rank, how they steal from each other, and how idle ones sleep.
 class worker_pool {

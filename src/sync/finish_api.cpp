@@ -3,9 +3,9 @@
 
 #include <typeinfo>
 
-#include "common/log.hpp"
 #include "rill/finish.hpp"
 #include "runtime/rank.hpp"
+#include "scheduler/worker.hpp"
 #include "sync/finish_table.hpp"
 
 namespace rill::detail {
@@ -111,15 +111,7 @@ void finish_task_ended(finish_proxy* p, std::exception_ptr error) {
 
 void inline_task_failed(std::exception_ptr error) {
   finish_proxy* p = current_finish();
-  if (!p) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      fatal("a task threw an exception nobody handled: {}", e.what());
-    } catch (...) {
-      fatal("a task threw an exception nobody handled (not a std::exception)");
-    }
-  }
+  if (!p) fatal_unhandled(error);
   // The inline task was never counted in the scope (its spawner kept the scope open): count it
   // now, so that it can end with its error as a queued task would.
   finish_count(p);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "poll_probe.hpp"
 #include "rill/rill.hpp"
 #include "scheduler/worker.hpp"
 #include "test_argv.hpp"
@@ -60,21 +61,10 @@ TEST(FinishHelp, NestingStopsWhileATasksStackIsStillFree) {
   EXPECT_EQ(deepest.load(), 1);
 }
 
-// 0: the message is not sent yet; 1: sent; 2: handled.
-std::atomic<int> message{0};
-std::atomic<long> leaves_after_it{0};
-
-// fib with a finish per call; its first leaf sends this rank a message, and later leaves count
-// themselves once it has been handled.
+// fib with a finish per call; each leaf is a step of the poll probe.
 long fib(int n) {
   if (n < 2) {
-    if (message.load() == 0) {
-      message = 1;
-      rill::am::send(rill::rank_me(), [] { message = 2; });
-      rill::am::flush();
-    } else if (message.load() == 2) {
-      leaves_after_it.fetch_add(1);
-    }
+    rill_test::poll_probe::step();
     return n;
   }
   long a = 0, b = 0;
@@ -89,13 +79,12 @@ long fib(int n) {
 // must still be polled (every 32 tasks), or the message waits for the whole computation.
 TEST(FinishHelp, ARecursionRunNestedStillLetsMessagesIn) {
   auto rt = make_runtime({"--rill:workers=1"});
-  message = 0;
-  leaves_after_it = 0;
+  rill_test::poll_probe::reset();
   long value = 0;
   rt->run([&] { value = fib(20); });
   EXPECT_EQ(value, 6765);
-  EXPECT_EQ(message.load(), 2);
-  EXPECT_GT(leaves_after_it.load(), 0) << "the message was handled only after the recursion";
+  EXPECT_TRUE(rill_test::poll_probe::handled());
+  EXPECT_GT(rill_test::poll_probe::steps_after(), 0) << "the message was handled only after the recursion";
 }
 
 TEST(FinishHelp, NestedTasksSeeNeitherTheWaitersPhasersNorItsMessage) {

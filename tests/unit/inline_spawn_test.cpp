@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "poll_probe.hpp"
 #include "rill/rill.hpp"
 #include "scheduler/worker.hpp"
 #include "test_argv.hpp"
@@ -181,16 +182,11 @@ TEST(InlineSpawn, NotFromAMessageHandlerNorWithPhaserRegistrations) {
   EXPECT_EQ(registered_in_task.load(), 0);
 }
 
-// 0: the message is not sent yet; 1: sent; 2: handled.
-std::atomic<int> message{0};
-std::atomic<long> after_message{0};
-
 // One task spawns 4000 inline tasks in a row and never returns to the scheduling loop in between;
 // the first sends this rank a message, which must be handled while the rest still run.
 TEST(InlineSpawn, ALongRunOfInlineTasksStillLetsMessagesIn) {
   auto rt = make_runtime({"--rill:workers=1", "--rill:inline-queue=0"});
-  message = 0;
-  after_message = 0;
+  rill_test::poll_probe::reset();
   long ran = 0, inline_ran = 0;
   rt->run([&] {
     const void* spawner = running_fiber();
@@ -199,20 +195,14 @@ TEST(InlineSpawn, ALongRunOfInlineTasksStillLetsMessagesIn) {
         rill::async(rill::may_inline, [&] {
           ++ran;
           if (running_fiber() == spawner) ++inline_ran;
-          if (message.load() == 0) {
-            message = 1;
-            rill::am::send(rill::rank_me(), [] { message = 2; });
-            rill::am::flush();
-          } else if (message.load() == 2) {
-            after_message.fetch_add(1);
-          }
+          rill_test::poll_probe::step();
         });
     });
   });
   EXPECT_EQ(ran, 4000);
   EXPECT_EQ(inline_ran, 4000) << "not every task ran inline";
-  EXPECT_EQ(message.load(), 2);
-  EXPECT_GT(after_message.load(), 0) << "the message was handled only after every inline task";
+  EXPECT_TRUE(rill_test::poll_probe::handled());
+  EXPECT_GT(rill_test::poll_probe::steps_after(), 0) << "the message was handled only after every inline task";
 }
 
 // A tree spawned with may_inline on 2 workers (the default threshold, so some tasks run inline,
