@@ -7,18 +7,19 @@
 #include <memory>
 #include <new>
 
+#include "core/outside_threads.hpp"
 #include "events/event_table.hpp"
+#include "events/events_module.hpp"
 #include "rill/error.hpp"
 #include "rill/event.hpp"
+#include "rill/runtime.hpp"
 #include "rill/task.hpp"
-#include "runtime/outside_threads.hpp"
-#include "runtime/rank.hpp"
 
 namespace rill {
 
 namespace {
 
-detail::event_table& table(const char* what) { return detail::current_rank(what).events(); }
+detail::event_table& table(const char* what) { return detail::events_here(what); }
 
 [[noreturn]] void throw_poisoned(const detail::poison_info& p) { throw poisoned_error(p.reason, p.rank, p.operation); }
 
@@ -44,7 +45,7 @@ struct deferred_trigger final : detail::event_waiter {
 }  // namespace
 
 // Off a worker thread, each call below runs as a task on the event's owner when this process holds
-// it, else on this process's rank (src/runtime/outside_threads.hpp).
+// it, else on this process's rank (src/core/outside_threads.hpp).
 
 bool event::has_triggered() const {
   if (is_none()) return true;

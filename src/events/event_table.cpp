@@ -7,9 +7,9 @@
 #include <deque>
 #include <exception>
 
+#include "events/events_module.hpp"
 #include "rill/am.hpp"
 #include "rill/error.hpp"
-#include "runtime/rank.hpp"
 #include "scheduler/worker.hpp"
 
 namespace rill::detail {
@@ -18,7 +18,7 @@ const std::vector<poisoned_gen> event_table::no_poison;
 
 namespace {
 
-event_table& table_here() { return current_rank("an event message").events(); }
+event_table& table_here() { return events_here("an event message"); }
 
 poison_ptr from_wire(const poison_wire& w) {
   return std::make_shared<const poison_info>(poison_info{w.reason, w.rank, w.operation});

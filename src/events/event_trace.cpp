@@ -14,9 +14,9 @@
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "events/event_table.hpp"
+#include "events/events_module.hpp"
 #include "rill/debug.hpp"
 #include "rill/error.hpp"
-#include "runtime/rank.hpp"
 
 namespace rill::detail {
 
@@ -338,7 +338,7 @@ void event_table::check_hang() {
 namespace rill::debug {
 
 void write_event_graph(const std::string& path) {
-  detail::event_trace& t = detail::current_rank("rill::debug::write_event_graph").events().trace();
+  detail::event_trace& t = detail::events_here("rill::debug::write_event_graph").trace();
   if (!t.graph_on()) {
     throw misuse_error(
         "rill::debug::write_event_graph: event graph recording is off; run with --rill:event-graph=PATH");
@@ -349,6 +349,6 @@ void write_event_graph(const std::string& path) {
   if (!out) throw std::runtime_error("rill::debug::write_event_graph: cannot write " + path);
 }
 
-std::string pending_events() { return detail::current_rank("rill::debug::pending_events").events().pending_report(); }
+std::string pending_events() { return detail::events_here("rill::debug::pending_events").pending_report(); }
 
 }  // namespace rill::debug

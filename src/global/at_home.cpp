@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/rank.hpp"
+#include "global/global_module.hpp"
 
 namespace rill::detail {
 
@@ -20,14 +20,14 @@ const char* home_op_name(home_op op) {
 
 void check_target(int rank, std::uintptr_t addr, home_op op) {
   if (addr == 0) throw misuse_error(fmt::format("{}: a null global pointer", home_op_name(op)));
-  const int n = current_rank(home_op_name(op)).size();
+  const int n = global_here(home_op_name(op)).size();
   if (rank < 0 || rank >= n)
     throw misuse_error(
         fmt::format("{}: the global pointer names rank {}, and there are {} ranks", home_op_name(op), rank, n));
 }
 
 void* addressable_or_null(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op) {
-  const segment_view* s = current_rank(home_op_name(op)).addressable_segment(rank);
+  const segment_view* s = global_here(home_op_name(op)).addressable_segment(rank);
   return s ? checked_address(*s, rank, addr, bytes, align, home_op_name(op)) : nullptr;
 }
 
@@ -41,7 +41,7 @@ std::string bad_range_text(int rank, std::uintptr_t addr, std::size_t bytes, std
 }
 
 void* resolve_target(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op, bool& bad_range) {
-  const rank_state& r = current_rank(home_op_name(op));
+  const global_module& r = global_here(home_op_name(op));
   if (addr == 0 || rank < 0 || rank >= r.size()) check_target(rank, addr, op);  // throws, naming the cause
   const segment_view* s = r.addressable_segment(rank);
   // The hot path of GUPS-like loops: checking the tag here costs about a tenth of their rate, so
@@ -52,12 +52,12 @@ void* resolve_target(int rank, std::uintptr_t addr, std::size_t bytes, std::size
 }
 
 void* home_address(std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op) {
-  const rank_state& r = current_rank(home_op_name(op));
+  const global_module& r = global_here(home_op_name(op));
   return checked_address(*r.addressable_segment(r.id()), r.id(), addr, bytes, align, home_op_name(op));
 }
 
 word_guard::word_guard(int rank, std::uintptr_t addr) {
-  const segment_view* s = current_rank("rill::delegate").addressable_segment(rank);
+  const segment_view* s = global_here("rill::delegate").addressable_segment(rank);
   spinlock& lock = s->stripe(addr);
   lock.lock();
   lock_ = &lock;

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <vector>
 
+#include "global/global_module.hpp"
 #include "rill/async_copy.hpp"
 #include "rill/finish.hpp"
-#include "runtime/rank.hpp"
 
 namespace rill::detail {
 
@@ -19,7 +19,7 @@ constexpr std::size_t piece_bytes = std::size_t{4} << 20;
 // source's rank when the source is not addressable here.
 void copy_piece(int src_rank, std::uintptr_t src, int dst_rank, std::uintptr_t dst, std::size_t bytes,
                 promise<void> done) {
-  rank_state& r = current_rank("rill::async_copy");
+  global_module& r = global_here("rill::async_copy");
   if (r.addressable_segment(src_rank) && r.addressable_segment(dst_rank)) {
     // A bad range poisons the copy with the check's own words, as it does at a remote owner.
     try {

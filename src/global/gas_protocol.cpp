@@ -21,15 +21,15 @@
 #include <utility>
 #include <vector>
 
+#include "global/global_module.hpp"
 #include "rill/gas.hpp"
-#include "runtime/rank.hpp"
 
 namespace rill {
 namespace detail {
 
 namespace {
 
-gas_table& table() { return current_rank("rill::gas").gas(); }
+gas_table& table() { return global_here("rill::gas").gas(); }
 
 // What the manager of an allocation (rank 0 for cyclic ones, else the home) needs to make it.
 struct alloc_plan {
@@ -64,7 +64,7 @@ int owner_of(const alloc_plan& p, std::uint64_t i, int ranks, int manager) {
 }
 
 std::byte* allocate_block(std::uint64_t bytes, const char* what) {
-  rank_state& r = current_rank(what);
+  global_module& r = global_here(what);
   void* m = r.memory_segment().allocate(bytes, std::min<std::uint64_t>(std::bit_ceil(bytes), 64)).at;
   if (!m)
     throw misuse_error(fmt::format("{}: rank {} has no room for a block of {} bytes in its segment (--rill:segment)",
@@ -73,7 +73,7 @@ std::byte* allocate_block(std::uint64_t bytes, const char* what) {
   return static_cast<std::byte*>(m);
 }
 
-void free_block(std::byte* data) { current_rank("rill::gas").memory_segment().deallocate(data); }
+void free_block(std::byte* data) { global_here("rill::gas").memory_segment().deallocate(data); }
 
 gaddr block_of(gaddr base, std::uint64_t i) { return base + static_cast<std::int64_t>(i * base.block_bytes()); }
 

@@ -2,13 +2,13 @@
 // ranks' segments.
 #include <fmt/format.h>
 
+#include "global/global_module.hpp"
 #include "rill/global_ptr.hpp"
-#include "runtime/rank.hpp"
 
 namespace rill::detail {
 
 std::uintptr_t segment_allocate(std::size_t bytes, std::size_t align, const char* what) {
-  rank_state& r = current_rank(what);
+  global_module& r = global_here(what);
   const segment::allocation a = r.memory_segment().allocate(bytes, align);
   if (!a.at)
     throw misuse_error(
@@ -18,7 +18,7 @@ std::uintptr_t segment_allocate(std::size_t bytes, std::size_t align, const char
 }
 
 void segment_free(int rank, std::uintptr_t tagged, const char* what) {
-  rank_state& r = current_rank(what);
+  global_module& r = global_here(what);
   if (rank != r.id())
     throw misuse_error(
         fmt::format("{}: rank {}'s memory is freed on rank {}, not here (rank {})", what, rank, rank, r.id()));
@@ -32,10 +32,10 @@ void segment_free(int rank, std::uintptr_t tagged, const char* what) {
                     what, addr, rank));
 }
 
-bool segment_addressable(int rank) { return current_rank("rill::global_ptr").addressable_segment(rank) != nullptr; }
+bool segment_addressable(int rank) { return global_here("rill::global_ptr").addressable_segment(rank) != nullptr; }
 
 void* segment_address(int rank, std::uintptr_t tagged, std::size_t bytes, const char* what) {
-  rank_state& r = current_rank(what);
+  global_module& r = global_here(what);
   if (rank < 0 || rank >= r.size())
     throw misuse_error(
         fmt::format("{}: the global pointer names rank {}, and there are {} ranks", what, rank, r.size()));
@@ -46,6 +46,6 @@ void* segment_address(int rank, std::uintptr_t tagged, std::size_t bytes, const 
   return checked_address(*s, rank, tagged, bytes, 1, what);
 }
 
-int calling_rank(const char* what) { return current_rank(what).id(); }
+int calling_rank(const char* what) { return global_here(what).id(); }
 
 }  // namespace rill::detail

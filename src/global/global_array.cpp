@@ -6,9 +6,9 @@
 #include <cstring>
 #include <limits>
 
+#include "global/global_module.hpp"
 #include "rill/future.hpp"
 #include "rill/global_array.hpp"
-#include "runtime/rank.hpp"
 #include "scheduler/worker.hpp"
 
 namespace rill::detail {
@@ -52,13 +52,13 @@ void for_runs_here(const array_layout& l, std::size_t elem, const F& fn) {
 
 // Tags the calling rank's elements of a new array with its generation.
 void tag_here(const array_layout& l, std::size_t elem) {
-  segment& s = current_rank("rill::global_alloc").memory_segment();
+  segment& s = global_here("rill::global_alloc").memory_segment();
   for_runs_here(l, elem, [&](std::uintptr_t at, std::size_t bytes) { s.set_tags(at, bytes, l.tag); });
 }
 
 // Zeroes the calling rank's elements of a freed array and clears their tags.
 void zero_here(const array_layout& l, std::size_t elem) {
-  segment& s = current_rank("rill::global_free").memory_segment();
+  segment& s = global_here("rill::global_free").memory_segment();
   for_runs_here(l, elem, [&](std::uintptr_t at, std::size_t bytes) {
     std::memset(reinterpret_cast<void*>(at), 0, bytes);
     s.set_tags(at, bytes, 0);
@@ -83,7 +83,7 @@ std::uintptr_t allocate_own(std::uint64_t bytes, std::uint64_t align) {
 
 // The offset with the tag in its top byte, as a tagged address.
 std::uint64_t allocate_global(std::uint64_t bytes, std::uint64_t align) {
-  rank_state& r = current_rank("rill::global_alloc");
+  global_module& r = global_here("rill::global_alloc");
   const auto at = r.global_heap()->allocate(bytes, align);
   if (!at)
     throw misuse_error(
@@ -96,7 +96,7 @@ std::uint64_t allocate_global(std::uint64_t bytes, std::uint64_t align) {
 // On rank 0: takes the array out of use (refusing one that is not live), has every rank zero its
 // elements, then makes the range reusable.
 void free_global(array_layout l, std::uint64_t elem) {
-  rank_state& r = current_rank("rill::global_free");
+  global_module& r = global_here("rill::global_free");
   const auto bytes = r.global_heap()->retire(l.where, l.tag);
   if (!bytes)
     throw misuse_error(
@@ -191,7 +191,7 @@ thread_local heap_bases_here cached;
 const heap_bases_here& bases_here() {
   const void* w = current_worker();
   if (w != cached.worker || !w) {
-    const rank_state& r = current_rank("rill::global_array");
+    const global_module& r = global_here("rill::global_array");
     cached = {w, r.global_heap_bases().data(), r.size()};
   }
   return cached;
@@ -226,7 +226,7 @@ event all_ended(std::vector<future<std::string>> failures) {
 }
 
 void check_live_here(const array_layout& l, std::size_t elem, const char* what) {
-  const rank_state& r = current_rank(what);
+  const global_module& r = global_here(what);
   const segment_view& s = *r.addressable_segment(r.id());
   for_runs_here(l, elem, [&](std::uintptr_t at, std::size_t bytes) {
     checked_address(s, r.id(), with_tag(at, l.tag), bytes, 1, what);

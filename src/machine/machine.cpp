@@ -10,8 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "machine/machine_module.hpp"
 #include "rill/error.hpp"
-#include "runtime/rank.hpp"
 #include "transport/transport.hpp"
 
 namespace rill {
@@ -102,7 +102,7 @@ machine::machine(std::vector<detail::rank_description> ranks) : ranks_(std::move
   }
 }
 
-const machine& machine::get() { return detail::current_rank("rill::machine::get").machine_model(); }
+const machine& machine::get() { return detail::current_module<detail::machine_module>("rill::machine::get").model(); }
 
 const detail::rank_description& machine::rank_at(int r) const {
   if (r < 0 || r >= static_cast<int>(ranks_.size())) {

@@ -16,13 +16,12 @@ thread_local int pending_large_dest = -1;
 constexpr std::size_t small_copy_bytes = 512;
 }  // namespace
 
-aggregator::aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit, send_copy_fn send_copy)
+aggregator::aggregator(int self, int ranks, const rill::config& cfg, buffer_sink& sink)
     : self_(self),
       threshold_(cfg.agg_bytes),
       large_(cfg.large_bytes),
       age_ns_(cfg.agg_age_us * 1000),
-      submit_(std::move(submit)),
-      send_copy_(std::move(send_copy)),
+      sink_(sink),
       queues_(new queue[static_cast<std::size_t>(ranks)]),
       ranks_(ranks) {}
 
@@ -67,7 +66,7 @@ void aggregator::commit(int dest) {
     buffer mine = std::move(pending_large);
     pending_large = buffer{};
     pending_large_dest = -1;
-    submit_(dest, std::move(mine));
+    sink_.transmit(dest, std::move(mine));
     return;
   }
   queue& q = queues_[static_cast<std::size_t>(dest)];
@@ -79,7 +78,7 @@ void aggregator::commit(int dest) {
 }
 
 void aggregator::leave_locked(queue& q, int dest) {
-  if (send_copy_ && send_copy_(dest, std::span<const std::byte>(q.buf.data(), q.used))) {
+  if (sink_.transmit_copy(dest, std::span<const std::byte>(q.buf.data(), q.used))) {
     q.nonempty.store(false, std::memory_order_release);
     buffered_.fetch_sub(1, std::memory_order_acq_rel);
     q.used = 0;
@@ -88,7 +87,7 @@ void aggregator::leave_locked(queue& q, int dest) {
   }
   buffer full = take_locked(q);
   q.lock.unlock();
-  submit_(dest, std::move(full));
+  sink_.transmit(dest, std::move(full));
 }
 
 buffer aggregator::take_locked(queue& q) {

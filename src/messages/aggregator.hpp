@@ -9,12 +9,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "common/spinlock.hpp"
+#include "messages/buffer_sink.hpp"
 #include "rill/config.hpp"
 #include "transport/transport.hpp"
 
@@ -22,12 +22,9 @@ namespace rill::detail {
 
 class aggregator {
  public:
-  // submit(dest, buffer) hands a finished buffer to the transport (applying back-pressure).
-  using submit_fn = std::function<void(int, buffer&&)>;
-  // send_copy(dest, bytes) sends a copy of a finished buffer's bytes at once if the transport can
-  // (endpoint::try_send_copy); then the aggregator keeps its buffer and no new one is made.
-  using send_copy_fn = std::function<bool(int, std::span<const std::byte>)>;
-  aggregator(int self, int ranks, const rill::config& cfg, submit_fn submit, send_copy_fn send_copy = {});
+  // Finished buffers go to `sink`: first as a copy (then the aggregator keeps its buffer and no
+  // new one is made), else as the buffer itself.
+  aggregator(int self, int ranks, const rill::config& cfg, buffer_sink& sink);
 
   // Reserves room for one message to `dest` and returns where its payload goes; the destination
   // stays locked until commit(dest). `id` may carry the control bit.
@@ -57,8 +54,7 @@ class aggregator {
   const std::size_t threshold_;
   const std::size_t large_;
   const std::uint64_t age_ns_;
-  submit_fn submit_;
-  send_copy_fn send_copy_;
+  buffer_sink& sink_;
   std::unique_ptr<queue[]> queues_;
   const int ranks_;
   std::atomic<int> buffered_{0};  // destinations whose buffer holds messages

@@ -6,13 +6,17 @@
 
 #include "common/log.hpp"
 #include "common/options.hpp"
+#include "core/outside_threads.hpp"
+#include "core/rank_core.hpp"
+#include "events/events_module.hpp"
+#include "global/global_module.hpp"
 #include "machine/machine.hpp"
 #include "messages/handler_table.hpp"
 #include "rill/error.hpp"
 #include "rill/launcher.hpp"
 #include "rill/task.hpp"
-#include "runtime/outside_threads.hpp"
-#include "runtime/rank.hpp"
+#include "runtime/builtin_modules.hpp"
+#include "runtime/termination.hpp"
 #include "scheduler/deep_stack.hpp"
 #include "transport/transport.hpp"
 
@@ -22,7 +26,7 @@ class runtime_impl {
  public:
   rill::config cfg;
   std::unique_ptr<detail::transport> transport;
-  std::vector<std::unique_ptr<detail::rank_state>> ranks;
+  std::vector<std::unique_ptr<detail::rank_core>> ranks;
   bool ran = false;
 };
 
@@ -52,19 +56,20 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
                                                           : detail::make_local_transport(cfg);
   if (!opts.workers_given) cfg.workers = impl_->transport->cores_per_rank();
   impl_->transport->check_same_build(detail::build_fingerprint());
-  for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
-    impl_->ranks.push_back(std::make_unique<detail::rank_state>(*ep, cfg));
-  }
   // Collective, like the build check: every rank learns the same description of the machine.
   const auto machine = detail::build_machine(*impl_->transport, cfg.workers);
-  for (auto& rank : impl_->ranks) rank->set_machine(machine);
+  for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
+    impl_->ranks.push_back(std::make_unique<detail::rank_core>(*ep, cfg));
+    detail::add_builtin_modules(*impl_->ranks.back(), cfg, machine);
+  }
   // Collective too: the global-memory segments, and which of them this process can address.
   const detail::segment_memory memory = impl_->transport->map_segments(cfg.segment_bytes, cfg.shared_segments);
   auto segments = std::make_shared<detail::segment_directory>();
   for (std::size_t r = 0; r < memory.owner_base.size(); ++r)
     segments->by_rank.emplace_back(memory.owner_base[r], memory.local_base[r], cfg.segment_bytes);
   for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
-    impl_->ranks[i]->set_segments(memory.own[i], cfg.segment_bytes, cfg.global_heap_bytes, segments);
+    impl_->ranks[i]->modules().get<detail::global_module>().set_segments(memory.own[i], cfg.segment_bytes,
+                                                                         cfg.global_heap_bytes, segments);
   detail::log().debug("{} rank(s) here of {}, {} worker(s) each, transport {}", impl_->ranks.size(),
                       impl_->transport->size(), cfg.workers, cfg.transport == transport_kind::mpi ? "mpi" : "local");
 }
@@ -84,7 +89,7 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
   auto shared_fn = std::make_shared<std::function<int()>>(std::move(fn));
   for (auto& rank : impl_->ranks) {
     if (!spmd && rank->id() != 0) continue;
-    detail::rank_state* r = rank.get();
+    detail::rank_core* r = rank.get();
     r->pool().inject(detail::make_task([r, shared_fn, spmd] {
       int code = 0;
       try {
@@ -92,13 +97,14 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
       } catch (const std::exception& e) {
         detail::fatal("the top-level task on rank {} threw: {}", r->id(), e.what());
       }
+      auto& term = r->modules().get<detail::termination>();
       if (spmd)
-        r->term().spmd_done(r->id(), code);
+        term.spmd_done(r->id(), code);
       else
-        r->term().top_level_done(code);
+        term.top_level_done(code);
     }));
   }
-  std::vector<detail::rank_state*> here;
+  std::vector<detail::rank_core*> here;
   for (auto& rank : impl_->ranks) here.push_back(rank.get());
   detail::register_process_ranks(here);
   for (auto& rank : impl_->ranks) rank->pool().start(rank->id());
@@ -106,7 +112,7 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
   detail::withdraw_process_ranks();
   if (!impl_->cfg.event_graph.empty()) {
     std::vector<const detail::event_trace*> traces;
-    for (auto& rank : impl_->ranks) traces.push_back(&rank->events().trace());
+    for (auto& rank : impl_->ranks) traces.push_back(&rank->modules().get<detail::events_module>().table().trace());
     detail::write_event_graph_files(impl_->cfg.event_graph, traces, impl_->transport->size());
   }
   impl_->transport->finish();

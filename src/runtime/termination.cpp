@@ -1,26 +1,25 @@
 #include "runtime/termination.hpp"
 
-#include "runtime/control.hpp"
-#include "runtime/rank.hpp"
+#include "messages/control_send.hpp"
 
 namespace rill::detail {
 
 namespace {
 
-void probe_handler(std::uint64_t wave) { current_rank("termination probe").term().on_probe(wave); }
+void probe_handler(std::uint64_t wave) { current_module<termination>("termination probe").on_probe(wave); }
 
 void reply_handler(std::uint64_t wave, std::uint64_t sent, std::uint64_t handled) {
-  current_rank("termination reply").term().on_reply(wave, sent, handled);
+  current_module<termination>("termination reply").on_reply(wave, sent, handled);
 }
 
-void spmd_done_handler(int from, int code) { current_rank("spmd report").term().spmd_done(from, code); }
+void spmd_done_handler(int from, int code) { current_module<termination>("spmd report").spmd_done(from, code); }
 
-void stop_handler(int code) { current_rank("stop").stop(code); }
+void stop_handler(int code) { current_core("stop").stop(code); }
 
-void send_probes(rank_state& rank, std::uint64_t wave) {
+void send_probes(rank_core& rank, std::uint64_t wave) {
   for (int r = 0; r < rank.size(); ++r)
     control_send(
-        rank, r, [](std::uint64_t w) { probe_handler(w); }, wave);
+        rank.msgr(), r, [](std::uint64_t w) { probe_handler(w); }, wave);
 }
 
 }  // namespace
@@ -40,7 +39,7 @@ void termination::top_level_done(int code) {
 void termination::spmd_done(int from, int code) {
   if (rank_.id() != 0) {
     control_send(
-        rank_, 0, [](int f, int c) { spmd_done_handler(f, c); }, from, code);
+        rank_.msgr(), 0, [](int f, int c) { spmd_done_handler(f, c); }, from, code);
     return;
   }
   std::uint64_t wave = 0;
@@ -60,15 +59,16 @@ void termination::spmd_done(int from, int code) {
 
 void termination::on_probe(std::uint64_t wave) { probe_wave_.store(wave, std::memory_order_release); }
 
-void termination::on_idle() {
+void termination::on_idle(worker&) {
   std::uint64_t wave = probe_wave_.load(std::memory_order_acquire);
   if (wave == 0 || !rank_.pool().quiet()) return;
   if (!probe_wave_.compare_exchange_strong(wave, 0)) return;
-  rank_.agg().flush_all();
+  rank_.msgr().agg().flush_all();
   const rill::rank_stats s = rank_.stats();
   control_send(
-      rank_, 0, [](std::uint64_t w, std::uint64_t sent, std::uint64_t handled) { reply_handler(w, sent, handled); },
-      wave, s.messages_sent, s.messages_handled);
+      rank_.msgr(), 0,
+      [](std::uint64_t w, std::uint64_t sent, std::uint64_t handled) { reply_handler(w, sent, handled); }, wave,
+      s.messages_sent, s.messages_handled);
 }
 
 void termination::on_reply(std::uint64_t wave, std::uint64_t sent, std::uint64_t handled) {
@@ -95,7 +95,7 @@ void termination::on_reply(std::uint64_t wave, std::uint64_t sent, std::uint64_t
   if (done) {
     for (int r = 0; r < rank_.size(); ++r)
       control_send(
-          rank_, r, [](int c) { stop_handler(c); }, code);
+          rank_.msgr(), r, [](int c) { stop_handler(c); }, code);
   } else {
     send_probes(rank_, next_wave);
   }

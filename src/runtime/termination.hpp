@@ -13,19 +13,20 @@
 #include <cstdint>
 #include <mutex>
 
+#include "core/rank_core.hpp"
+#include "scheduler/rank_modules.hpp"
+
 namespace rill::detail {
 
-class rank_state;
-
-class termination {
+class termination final : public rank_module {
  public:
-  explicit termination(rank_state& rank) : rank_(rank) {}
+  explicit termination(rank_core& rank) : rank_module(idle_hook), rank_(rank) {}
 
   // Rank 0: the top-level task returned `code` (run), or rank `from` finished its spmd task.
   void top_level_done(int code);
   void spmd_done(int from, int code);
-  // Any rank, from an idle worker.
-  void on_idle();
+  // Any rank, from an idle worker: answers a probe once quiet.
+  void on_idle(worker&) override;
 
   // Message handlers (run on the receiving rank).
   void on_probe(std::uint64_t wave);
@@ -34,7 +35,7 @@ class termination {
  private:
   void start_wave();  // rank 0, lock held
 
-  rank_state& rank_;
+  rank_core& rank_;
   std::atomic<std::uint64_t> probe_wave_{0};  // a wave to answer once quiet; 0 = none
   // Rank 0 only, under lock_.
   std::mutex lock_;

@@ -1,10 +1,13 @@
-// What the scheduler needs from the rank it serves (implemented by the runtime layer), so that the
-// scheduler knows nothing of messages or termination.
+// What the scheduler needs from the rank it serves (implemented by the rank core, src/core), so
+// that the scheduler knows nothing of messages or termination; and the rank's modules, which the
+// layers above find through the worker that runs them.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
+
+#include "scheduler/rank_modules.hpp"
 
 namespace rill::detail {
 
@@ -25,10 +28,8 @@ class rank_services {
   virtual bool has_input() const = 0;
   // True once the rank stops (a flag, not a virtual call: the scheduling loop reads it every round).
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-  // Gives back `units` of a finish scope's count that a worker held (worker::held_credit).
-  virtual void release_credit(void* scope, std::int64_t units) = 0;
-  // A task of finish scope `scope` threw `error`: the scope learns it, and the task ended.
-  virtual void task_failed(void* scope, std::exception_ptr error) = 0;
+  // The per-rank parts of the layers above (rank_modules.hpp).
+  module_table& modules() { return modules_; }
 
  protected:
   void set_stopping() { stopping_.store(true, std::memory_order_release); }
@@ -38,6 +39,7 @@ class rank_services {
   // that writes to what the rank keeps after it do not make each of those reads a miss.
   alignas(64) std::atomic<bool> stopping_{false};
   [[maybe_unused]] char after_stopping_[63] = {};  // (else the derived class's members would sit here)
+  module_table modules_;
 };
 
 }  // namespace rill::detail

@@ -274,7 +274,7 @@ void worker::run_task(task_record* t) {
     }
     f->finish = previous;
     if (error)
-      pool_.services().task_failed(scope, std::move(error));
+      pool_.scope_hooks().task_failed(scope, std::move(error));
     else
       count_ended(scope);
   }
@@ -362,7 +362,7 @@ void worker::count_ended(void* scope) {
 void worker::return_credit() {
   const held_credit c = credit_;
   credit_ = {};
-  pool_.services().release_credit(c.scope, c.units);
+  pool_.scope_hooks().release_credit(c.scope, c.units);
 }
 
 void worker::mark_active() {

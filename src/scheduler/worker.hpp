@@ -168,6 +168,15 @@ class worker {
 // Ends the program for what a task of no finish scope threw (nobody can handle it).
 [[noreturn]] void fatal_unhandled(const std::exception_ptr& error);
 
+// What the layer that defines task scopes (sync: finish) does with a scope the scheduler only
+// carries as an opaque pointer (task_record::scope, held_credit).
+struct task_scope_hooks {
+  // Gives back `units` of a scope's count that a worker held (worker::held_credit).
+  void (*release_credit)(void* scope, std::int64_t units);
+  // A task of `scope` threw `error`: the scope learns it, and the task ended.
+  void (*task_failed)(void* scope, std::exception_ptr error);
+};
+
 // The workers of one rank, how they steal from each other, and how idle ones sleep.
 class worker_pool {
  public:
@@ -181,6 +190,9 @@ class worker_pool {
   int size() const { return static_cast<int>(workers_.size()); }
   worker& at(int i) { return *workers_[static_cast<std::size_t>(i)]; }
   rank_services& services() { return services_; }
+  // Set once, before the workers start, by the layer whose tasks have scopes.
+  void set_scope_hooks(const task_scope_hooks& hooks) { scope_hooks_ = hooks; }
+  const task_scope_hooks& scope_hooks() const { return scope_hooks_; }
   std::uint64_t idle_poll_ns() const { return idle_poll_ns_; }
 
   // A task from a thread that is not one of this rank's workers.
@@ -219,6 +231,7 @@ class worker_pool {
 
  private:
   rank_services& services_;
+  task_scope_hooks scope_hooks_{};
   std::vector<std::unique_ptr<worker>> workers_;
   const std::uint64_t idle_poll_ns_;
   std::mutex inject_lock_;

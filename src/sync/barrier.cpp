@@ -11,13 +11,11 @@
 #include "events/event_table.hpp"
 #include "rill/am.hpp"
 #include "rill/error.hpp"
-#include "runtime/rank.hpp"
+#include "sync/sync_module.hpp"
 
 namespace rill::detail {
 
 namespace {
-
-rank_state& rank_here(const char* what) { return current_rank(what); }
 
 std::string describe(event phase) {
   return fmt::format("barrier (rank {}, id {}) phase {}", phase.owner(), phase.slot(), phase.generation());
@@ -32,7 +30,7 @@ poison_ptr make_cause(std::int32_t rank, std::string reason, std::string operati
 
 void on_arrival_message(std::uint32_t slot, std::uint64_t gen, std::uint32_t count, std::uint64_t type,
                         const std::vector<std::byte>& value, poison_ptr cause) {
-  rank_state& r = rank_here("a barrier message");
+  sync_module& r = sync_here("a barrier message");
   // A misuse here cannot reach the arriving task: it throws, and the dispatcher stops the program
   // with the message (naming both ranks).
   r.barriers().arrive(event::from_parts(static_cast<std::uint32_t>(r.id()), slot, gen), count, type, value.data(),
@@ -62,7 +60,7 @@ void send_arrival(event phase, std::uint32_t count, std::uint64_t type, const st
 // An arrival made on this rank, now that its precondition has triggered (cause: poisoned).
 void arrive_now(event phase, std::uint32_t count, std::uint64_t type, const std::byte* value, std::size_t size,
                 const poison_ptr& cause, bool caller_can_catch) {
-  rank_state& r = rank_here("rill::barrier::arrive");
+  sync_module& r = sync_here("rill::barrier::arrive");
   if (phase.owner() == r.id())
     r.barriers().arrive(phase, count, type, value, size, cause, r.id(), caller_can_catch);
   else
@@ -70,7 +68,7 @@ void arrive_now(event phase, std::uint32_t count, std::uint64_t type, const std:
 }
 
 void check_barrier(event phase, const char* what) {
-  rank_state& r = rank_here(what);
+  sync_module& r = sync_here(what);
   if (phase.is_none()) throw misuse_error(fmt::format("{}: no barrier (a default-constructed handle)", what));
   if (phase.owner() < 0 || phase.owner() >= r.size()) {
     throw misuse_error(
@@ -229,7 +227,7 @@ std::string barrier_table::result(event phase, std::uint64_t type, std::size_t s
 // ---- the public API's non-template halves -------------------------------------------------------
 
 event barrier_create(std::uint32_t expected, barrier_redop redop) {
-  return rank_here("rill::barrier::create").barriers().create(expected, std::move(redop));
+  return sync_here("rill::barrier::create").barriers().create(expected, std::move(redop));
 }
 
 void barrier_arrive(event phase, std::uint32_t count, event after, std::uint64_t type, const void* value,
@@ -238,7 +236,7 @@ void barrier_arrive(event phase, std::uint32_t count, event after, std::uint64_t
   if (count == 0) throw misuse_error(fmt::format("rill::barrier::arrive: zero arrivals at {}", describe(phase)));
   const auto* bytes = static_cast<const std::byte*>(value);
   if (!after.is_none()) {
-    const event_status s = rank_here("rill::barrier::arrive").events().query(after);
+    const event_status s = sync_here("rill::barrier::arrive").events().query(after);
     if (!(s.triggered && s.known)) {
       // Deferred: the arrival is made (or poisons the phase) once `after` triggers, on this rank.
       when_triggered(after,
@@ -261,7 +259,7 @@ event barrier_get_result(event phase, std::uint64_t type, void* out, std::size_t
       event_poison(done, cause);
       return;
     }
-    rank_state& r = rank_here("rill::barrier::get_result");
+    sync_module& r = sync_here("rill::barrier::get_result");
     if (phase.owner() == r.id()) {
       std::vector<std::byte> bytes;
       std::string why = r.barriers().result(phase, type, size, bytes);
@@ -277,7 +275,7 @@ event barrier_get_result(event phase, std::uint64_t type, void* out, std::size_t
     am::send(
         phase.owner(),
         [](event ph, std::uint64_t t, std::uint64_t sz, event d, void* o) {
-          rank_state& owner = rank_here("a barrier message");
+          sync_module& owner = sync_here("a barrier message");
           std::vector<std::byte> bytes;
           std::string why = owner.barriers().result(ph, t, static_cast<std::size_t>(sz), bytes);
           am::send(

@@ -4,9 +4,9 @@
 #include <typeinfo>
 
 #include "rill/finish.hpp"
-#include "runtime/rank.hpp"
 #include "scheduler/worker.hpp"
 #include "sync/finish_table.hpp"
+#include "sync/sync_module.hpp"
 
 namespace rill::detail {
 
@@ -130,7 +130,7 @@ void finish_release(finish_proxy* p, std::int64_t units) {
   std::int64_t c = p->count.load(std::memory_order_acquire);
   while (c > units)
     if (p->count.compare_exchange_weak(c, c - units, std::memory_order_acq_rel)) return;
-  if (!current_rank("rill::finish").finishes().release_last(p, units)) return;
+  if (!sync_here("rill::finish").finishes().release_last(p, units)) return;
   const int parent = p->parent;
   auto* parent_proxy = reinterpret_cast<finish_proxy*>(p->parent_ptr);
   delete p;
@@ -150,13 +150,13 @@ finish_proxy* finish_adopt(const finish_ticket& t) {
   const int from = am::sender();
   bool ack_now = false;
   finish_proxy* p =
-      current_rank("rill::async_at").finishes().arrive(finish_key{t.home, t.scope}, from, t.sender_proxy, ack_now);
+      sync_here("rill::async_at").finishes().arrive(finish_key{t.home, t.scope}, from, t.sender_proxy, ack_now);
   if (ack_now) acknowledge(from, reinterpret_cast<finish_proxy*>(t.sender_proxy));
   return p;
 }
 
 void finish_run(void (*body)(void*), void* arg) {
-  finish_table& table = current_rank("rill::finish").finishes();
+  finish_table& table = sync_here("rill::finish").finishes();
   finish_proxy home;
   latch done(1);
   home.done = &done;

@@ -3,8 +3,8 @@
 
 #include "common/log.hpp"
 #include "rill/future.hpp"
-#include "runtime/rank.hpp"
 #include "sync/promise_pins.hpp"
+#include "sync/sync_module.hpp"
 
 namespace rill::detail {
 
@@ -32,11 +32,11 @@ std::shared_ptr<future_core> promise_pins::unpin(std::uint64_t key) {
 }
 
 std::uint64_t promise_pin(std::shared_ptr<future_core> state) {
-  return current_rank("rill::promise (passed to another rank)").promises().pin(std::move(state));
+  return sync_here("rill::promise (passed to another rank)").promises().pin(std::move(state));
 }
 
 std::shared_ptr<future_core> promise_unpin(std::uint64_t key) {
-  return current_rank("rill::promise::put").promises().unpin(key);
+  return sync_here("rill::promise::put").promises().unpin(key);
 }
 
 void promise_claim(future_core& s, const char* what) {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "rill/lco.hpp"
-#include "runtime/rank.hpp"
 #include "sync/lco_table.hpp"
+#include "sync/sync_module.hpp"
 
 namespace rill::detail {
 
@@ -32,14 +32,14 @@ void lco_table::forget(std::uint64_t id, const char* what) {
 }
 
 std::uint64_t lco_register(std::shared_ptr<lco_box_base> box) {
-  return current_rank("rill::lco::create").lcos().add(std::move(box));
+  return sync_here("rill::lco::create").lcos().add(std::move(box));
 }
 
 std::shared_ptr<lco_box_base> lco_find(std::uint64_t id, const char* what) {
-  return current_rank(what).lcos().find(id, what);
+  return sync_here(what).lcos().find(id, what);
 }
 
-void lco_forget(std::uint64_t id, const char* what) { current_rank(what).lcos().forget(id, what); }
+void lco_forget(std::uint64_t id, const char* what) { sync_here(what).lcos().forget(id, what); }
 
 namespace {
 

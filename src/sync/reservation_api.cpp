@@ -3,13 +3,13 @@
 
 #include "rill/error.hpp"
 #include "rill/reservation.hpp"
-#include "runtime/rank.hpp"
 #include "sync/reservation_table.hpp"
+#include "sync/sync_module.hpp"
 
 namespace rill {
 
 namespace {
-detail::reservation_table& table(const char* what) { return detail::current_rank(what).reservations(); }
+detail::reservation_table& table(const char* what) { return detail::sync_here(what).reservations(); }
 }  // namespace
 
 reservation reservation::create(std::size_t payload_bytes) {

@@ -9,13 +9,13 @@
 #include "common/log.hpp"
 #include "rill/am.hpp"
 #include "rill/error.hpp"
-#include "runtime/rank.hpp"
+#include "sync/sync_module.hpp"
 
 namespace rill::detail {
 
 namespace {
 
-reservation_table& table_here() { return current_rank("a reservation message").reservations(); }
+reservation_table& table_here() { return sync_here("a reservation message").reservations(); }
 
 std::string name_of(reservation r) { return fmt::format("reservation (rank {}, id {})", r.creator(), r.id()); }
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/log.hpp"
-#include "runtime/rank.hpp"
+#include "sync/sync_module.hpp"
 
 namespace rill::detail {
 
@@ -113,10 +113,10 @@ void team_table::finished(std::uint64_t team, std::uint64_t seq) {
 // The public API's non-template half.
 
 std::shared_ptr<const team_info> team_find(std::uint64_t id, const char* what) {
-  return current_rank(what).teams().find(id, what);
+  return sync_here(what).teams().find(id, what);
 }
 
-void team_add(std::shared_ptr<const team_info> info) { current_rank("rill::team::split").teams().add(std::move(info)); }
+void team_add(std::shared_ptr<const team_info> info) { sync_here("rill::team::split").teams().add(std::move(info)); }
 
 std::uint64_t team_child_id(std::uint64_t parent, std::uint64_t seq, int color) {
   std::uint64_t id = mix(mix(mix(parent) ^ seq) ^ static_cast<std::uint32_t>(color));
@@ -125,18 +125,18 @@ std::uint64_t team_child_id(std::uint64_t parent, std::uint64_t seq, int color) 
 }
 
 coll_ticket coll_issue(std::uint64_t id, event done, const char* what) {
-  return current_rank(what).teams().issue(id, done, what);
+  return sync_here(what).teams().issue(id, done, what);
 }
 
 void coll_deliver(const coll_header& h, int from, std::unique_ptr<coll_box> value) {
-  current_rank("rill::team (a collective's message)").teams().deliver(h, from, std::move(value));
+  sync_here("rill::team (a collective's message)").teams().deliver(h, from, std::move(value));
 }
 
 std::unique_ptr<coll_box> coll_receive(const coll_header& h, int from) {
-  return current_rank("rill::team (a collective)").teams().receive(h, from);
+  return sync_here("rill::team (a collective)").teams().receive(h, from);
 }
 
-void coll_finished(const coll_header& h) { current_rank("rill::team (a collective)").teams().finished(h.team, h.seq); }
+void coll_finished(const coll_header& h) { sync_here("rill::team (a collective)").teams().finished(h.team, h.seq); }
 
 void coll_type_mismatch(const coll_header& h, int from) {
   fatal(

@@ -1,5 +1,5 @@
-// One rank's teams and the mailboxes of its collectives in progress (rill/team.hpp). A member of
-// rank_state: the local transport runs many ranks in one process.
+// One rank's teams and the mailboxes of its collectives in progress (rill/team.hpp). Part of the
+// rank's sync module (sync_module.hpp): the local transport runs many ranks in one process.
 //
 // A collective is named by (team id, sequence number): each rank numbers its calls per team in
 // the order it makes them, so the n-th collective of a team is the same on every member. Its

@@ -130,7 +130,7 @@ class local_transport final : public transport {
     return std::vector<std::string>(owned_.size(), mine);  // every rank lives in this process
   }
   // One process: every segment is a load away. Without sharing each rank may address only its
-  // own, which rank_state enforces, so the map here is always complete.
+  // own, which the rank core enforces, so the map here is always complete.
   segment_memory map_segments(std::size_t bytes, bool /*share*/) override {
     segment_memory m;
     for (std::size_t r = 0; r < owned_.size(); ++r) {

@@ -1,6 +1,8 @@
 // Unit tests of per-destination message aggregation (src/messages/aggregator.hpp).
 #include "messages/aggregator.hpp"
 
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "common/clock.hpp"
@@ -31,11 +33,25 @@ struct sent {
   buffer bytes;
 };
 
+using submit_fn = std::function<void(int, buffer&&)>;
+using send_copy_fn = std::function<bool(int, std::span<const std::byte>)>;
+
+// The aggregator's sink as two functions; no copies unless send_copy is given.
+struct function_sink final : rill::detail::buffer_sink {
+  submit_fn submit;
+  send_copy_fn send_copy;
+  explicit function_sink(submit_fn s, send_copy_fn c = {}) : submit(std::move(s)), send_copy(std::move(c)) {}
+  void transmit(int dest, buffer&& b) override { submit(dest, std::move(b)); }
+  bool transmit_copy(int dest, std::span<const std::byte> bytes) override {
+    return send_copy && send_copy(dest, bytes);
+  }
+};
+
 // Records every submitted buffer (thread-safe).
 struct recorder {
   std::mutex lock;
   std::vector<sent> buffers;
-  aggregator::submit_fn fn() {
+  submit_fn fn() {
     return [this](int dest, buffer&& b) {
       std::lock_guard g(lock);
       buffers.push_back({dest, std::move(b)});
@@ -101,7 +117,8 @@ TEST(Aggregator, MessagesAccumulateUntilTheNextOneWouldOverfill) {
   ASSERT_NE(wire::buffer_header_bytes + fit * per, threshold) << "pick sizes that do not fit exactly";
 
   recorder rec;
-  aggregator agg(0, 2, make_cfg(threshold, 16384), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 2, make_cfg(threshold, 16384), agg_sink);
   EXPECT_FALSE(agg.any_buffered());
   for (std::size_t i = 0; i < fit; ++i) {
     send(agg, 1, 3, payload_for(i, payload));
@@ -135,7 +152,8 @@ TEST(Aggregator, BufferThatReachesThresholdExactlyLeavesOnCommit) {
   constexpr std::size_t k = 10;
   const std::size_t threshold = wire::buffer_header_bytes + k * per;
   recorder rec;
-  aggregator agg(2, 3, make_cfg(threshold, 16384), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(2, 3, make_cfg(threshold, 16384), agg_sink);
   for (std::size_t i = 0; i + 1 < k; ++i) send(agg, 0, 1, payload_for(i, payload));
   EXPECT_EQ(rec.size(), 0u);
   send(agg, 0, 1, payload_for(k - 1, payload));
@@ -152,7 +170,8 @@ TEST(Aggregator, BufferThatReachesThresholdExactlyLeavesOnCommit) {
 
 TEST(Aggregator, DestinationsAreBufferedSeparately) {
   recorder rec;
-  aggregator agg(1, 4, make_cfg(4096, 16384), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(1, 4, make_cfg(4096, 16384), agg_sink);
   for (std::uint64_t i = 0; i < 12; ++i)
     send(agg, static_cast<int>(i % 4), static_cast<std::uint16_t>(i % 4), payload_for(i, 24));
   EXPECT_EQ(rec.size(), 0u);
@@ -178,7 +197,8 @@ TEST(Aggregator, DestinationsAreBufferedSeparately) {
 
 TEST(Aggregator, FlushOnEmptySendsNothing) {
   recorder rec;
-  aggregator agg(0, 3, make_cfg(4096, 16384), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 3, make_cfg(4096, 16384), agg_sink);
   agg.flush(0);
   agg.flush(2);
   agg.flush_all();
@@ -197,7 +217,8 @@ TEST(Aggregator, FlushOnEmptySendsNothing) {
 
 TEST(Aggregator, ZeroBytePayloadsAndControlBitSurvive) {
   recorder rec;
-  aggregator agg(0, 1, make_cfg(4096, 16384), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 1, make_cfg(4096, 16384), agg_sink);
   std::byte* p = agg.reserve(0, 5, 0);
   EXPECT_NE(p, nullptr);
   agg.commit(0);
@@ -217,7 +238,8 @@ TEST(Aggregator, ZeroBytePayloadsAndControlBitSurvive) {
 TEST(Aggregator, LargePayloadLeavesAloneWithoutDisturbingPartialBuffer) {
   constexpr std::size_t large = 1024;
   recorder rec;
-  aggregator agg(3, 4, make_cfg(4096, large), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(3, 4, make_cfg(4096, large), agg_sink);
   for (std::uint64_t i = 0; i < 3; ++i) send(agg, 1, 2, payload_for(i, 50));
   EXPECT_EQ(rec.size(), 0u);
 
@@ -259,7 +281,8 @@ TEST(Aggregator, LargePayloadLeavesAloneWithoutDisturbingPartialBuffer) {
 TEST(Aggregator, PayloadOfExactlyLargeBytesIsAggregated) {
   constexpr std::size_t large = 512;
   recorder rec;
-  aggregator agg(0, 1, make_cfg(4096, large), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 1, make_cfg(4096, large), agg_sink);
   send(agg, 0, 1, payload_for(1, large));
   send(agg, 0, 1, payload_for(2, large));
   EXPECT_EQ(rec.size(), 0u);
@@ -271,7 +294,8 @@ TEST(Aggregator, PayloadOfExactlyLargeBytesIsAggregated) {
 TEST(Aggregator, PayloadAboveThresholdButNotLargeGoesInItsOwnBuffer) {
   constexpr std::size_t threshold = 256;
   recorder rec;
-  aggregator agg(0, 2, make_cfg(threshold, 4096), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 2, make_cfg(threshold, 4096), agg_sink);
   send(agg, 1, 1, payload_for(1, 20));
   send(agg, 1, 1, payload_for(2, 1000));  // cannot join: the 20-byte one leaves first, then this one
   ASSERT_EQ(rec.size(), 2u);
@@ -290,10 +314,11 @@ TEST(Aggregator, SubmitMayReenterTheAggregator) {
   recorder rec;
   aggregator* self = nullptr;
   int reentered = 0;
-  aggregator agg(0, 2, make_cfg(256, 4096), [&](int dest, buffer&& b) {
+  function_sink sink([&](int dest, buffer&& b) {
     rec.fn()(dest, std::move(b));
     if (reentered++ == 0) send(*self, dest, 4, payload_for(99, 8));
   });
+  aggregator agg(0, 2, make_cfg(256, 4096), sink);
   self = &agg;
   for (std::uint64_t i = 0; i < 20; ++i) send(agg, 1, 1, payload_for(i, 40));
   agg.flush_all();
@@ -311,7 +336,8 @@ TEST(Aggregator, SubmitMayReenterTheAggregator) {
 TEST(Aggregator, FlushAgedSendsOnlyOldBuffers) {
   constexpr std::uint64_t age_us = 3'600'000'000ull;  // one hour: no real delay can make a buffer this old
   recorder rec;
-  aggregator agg(0, 3, make_cfg(4096, 16384, age_us), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 3, make_cfg(4096, 16384, age_us), agg_sink);
   agg.flush_aged(rill::detail::steady_now_ns() + age_us * 2000);  // nothing buffered: nothing sent
   EXPECT_EQ(rec.size(), 0u);
 
@@ -334,7 +360,8 @@ TEST(Aggregator, FlushAgedWithNowTakenBeforeTheBufferStartedDoesNotSend) {
   // A worker reads the clock, then another thread starts a buffer, then the worker calls
   // flush_aged with its (slightly older) reading: that buffer has age zero, not 2^64 - epsilon.
   recorder rec;
-  aggregator agg(0, 2, make_cfg(4096, 16384, 200), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 2, make_cfg(4096, 16384, 200), agg_sink);
   const std::uint64_t before = rill::detail::steady_now_ns();
   send(agg, 1, 1, payload_for(1, 16));
   agg.flush_aged(before);
@@ -343,7 +370,8 @@ TEST(Aggregator, FlushAgedWithNowTakenBeforeTheBufferStartedDoesNotSend) {
 
 TEST(Aggregator, ZeroAgeThresholdFlushesAnyBufferedData) {
   recorder rec;
-  aggregator agg(0, 2, make_cfg(4096, 16384, 0), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 2, make_cfg(4096, 16384, 0), agg_sink);
   send(agg, 0, 1, payload_for(1, 16));
   agg.flush_aged(rill::detail::steady_now_ns());
   EXPECT_EQ(rec.size(), 1u);
@@ -355,7 +383,8 @@ TEST(Aggregator, ConcurrentSendersEveryMessageArrivesOnce) {
   constexpr std::uint64_t per_thread = 20000;
   constexpr std::size_t large = 1024;
   recorder rec;
-  aggregator agg(1, dests, make_cfg(2048, large), rec.fn());
+  function_sink agg_sink(rec.fn());
+  aggregator agg(1, dests, make_cfg(2048, large), agg_sink);
 
   auto size_of = [](std::uint64_t seq) -> std::size_t {
     if (seq % 997 == 0) return large + 1 + seq % 300;  // now and then a large one
@@ -410,7 +439,7 @@ namespace {
 struct copy_recorder {
   bool accept = true;
   std::vector<sent> copies;
-  aggregator::send_copy_fn fn() {
+  send_copy_fn fn() {
     return [this](int dest, std::span<const std::byte> bytes) {
       if (!accept) return false;
       copies.push_back({dest, buffer(bytes.begin(), bytes.end())});
@@ -422,7 +451,8 @@ struct copy_recorder {
 TEST(Aggregator, BuffersLeaveAsCopiesWhenTheTransportTakesThem) {
   recorder rec;
   copy_recorder copies;
-  aggregator agg(0, 3, make_cfg(4096, 16384), rec.fn(), copies.fn());
+  function_sink agg_sink(rec.fn(), copies.fn());
+  aggregator agg(0, 3, make_cfg(4096, 16384), agg_sink);
   send(agg, 2, 5, payload_for(1, 40));
   send(agg, 2, 5, payload_for(2, 40));
   agg.flush(2);
@@ -448,7 +478,8 @@ TEST(Aggregator, ARefusedCopyLeavesAsABuffer) {
   recorder rec;
   copy_recorder copies;
   copies.accept = false;  // the ring is full
-  aggregator agg(0, 2, make_cfg(4096, 16384), rec.fn(), copies.fn());
+  function_sink agg_sink(rec.fn(), copies.fn());
+  aggregator agg(0, 2, make_cfg(4096, 16384), agg_sink);
   send(agg, 1, 5, payload_for(7, 40));
   agg.flush(1);
   EXPECT_TRUE(copies.copies.empty());

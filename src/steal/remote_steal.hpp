@@ -18,28 +18,27 @@
 #include <random>
 #include <vector>
 
+#include "core/rank_core.hpp"
 #include "rill/async_any.hpp"
 #include "rill/config.hpp"
+#include "rill/machine.hpp"
+#include "scheduler/rank_modules.hpp"
 
 namespace rill::detail {
 
-class rank_state;
-
-class remote_steal {
+class remote_steal final : public rank_module {
  public:
-  remote_steal(rank_state& rank, const rill::config& cfg);
-  ~remote_steal();
-  remote_steal(const remote_steal&) = delete;
-  remote_steal& operator=(const remote_steal&) = delete;
+  remote_steal(rank_core& rank, const rill::machine& machine, const rill::config& cfg);
+  ~remote_steal() override;
 
   // An async_any task was queued here.
   void queued() {
     if (!announced_.load(std::memory_order_relaxed)) announce();
   }
   // A worker of this rank ran out of tasks: once none holds any, the next async_any announces anew.
-  void on_out_of_work();
+  void on_out_of_work(worker&) override;
   // An idle worker of this rank: maybe ask a victim for work.
-  void on_idle();
+  void on_idle(worker&) override;
   // Control message handlers.
   void on_work_announced();
   void on_request(int thief);
@@ -51,7 +50,8 @@ class remote_steal {
   int pick_victim();
   void announce();
 
-  rank_state& rank_;
+  rank_core& rank_;
+  const rill::machine& machine_;
   const steal_policy policy_;
   const std::uint32_t batch_;
   std::atomic<bool> asking_{false};     // a request of ours is out

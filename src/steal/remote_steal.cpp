@@ -1,11 +1,10 @@
-#include "runtime/remote_steal.hpp"
+#include "steal/remote_steal.hpp"
 
 #include <algorithm>
 #include <memory>
 
 #include "common/clock.hpp"
-#include "runtime/control.hpp"
-#include "runtime/rank.hpp"
+#include "messages/control_send.hpp"
 
 namespace rill::detail {
 
@@ -16,8 +15,10 @@ constexpr std::uint64_t first_backoff_ns = 20'000;
 constexpr std::uint64_t max_backoff_ns = 2'000'000;
 }  // namespace
 
-remote_steal::remote_steal(rank_state& rank, const rill::config& cfg)
-    : rank_(rank),
+remote_steal::remote_steal(rank_core& rank, const rill::machine& machine, const rill::config& cfg)
+    : rank_module(out_of_work_hook | idle_hook),
+      rank_(rank),
+      machine_(machine),
       policy_(cfg.steal),
       batch_(cfg.steal_batch),
       backoff_ns_(first_backoff_ns),
@@ -29,7 +30,7 @@ void remote_steal::announce() {
   if (policy_ == steal_policy::off || rank_.size() == 1 || announced_.exchange(true, std::memory_order_relaxed)) return;
   for (int r = 0; r < rank_.size(); ++r)
     if (r != rank_.id())
-      control_send(rank_, r, [] { current_rank("steal announcement").stealing().on_work_announced(); });
+      control_send(rank_.msgr(), r, [] { current_module<remote_steal>("steal announcement").on_work_announced(); });
 }
 
 void remote_steal::on_work_announced() {
@@ -37,7 +38,7 @@ void remote_steal::on_work_announced() {
   armed_.store(true, std::memory_order_release);
 }
 
-void remote_steal::on_out_of_work() {
+void remote_steal::on_out_of_work(worker&) {
   if (!announced_.load(std::memory_order_relaxed)) return;
   worker_pool& pool = rank_.pool();
   for (int i = 0; i < pool.size(); ++i)
@@ -47,7 +48,7 @@ void remote_steal::on_out_of_work() {
 
 int remote_steal::pick_victim() {
   if (near_.empty() && far_.empty()) {
-    const rill::machine& m = rank_.machine_model();
+    const rill::machine& m = machine_;
     for (int r = 0; r < rank_.size(); ++r) {
       if (r == rank_.id()) continue;
       const bool near = policy_ == steal_policy::hierarchical && m.node_of(r) == m.node_of(rank_.id());
@@ -61,7 +62,7 @@ int remote_steal::pick_victim() {
   return from[static_cast<std::size_t>(rng_() % from.size())];
 }
 
-void remote_steal::on_idle() {
+void remote_steal::on_idle(worker&) {
   if (!armed_.load(std::memory_order_relaxed) || asking_.load(std::memory_order_relaxed)) return;
   const std::uint64_t now = steady_now_ns();
   if (now < next_try_ns_.load(std::memory_order_relaxed)) return;
@@ -70,7 +71,8 @@ void remote_steal::on_idle() {
   const int victim = pick_victim();
   requests_sent_.fetch_add(1, std::memory_order_relaxed);
   control_send(
-      rank_, victim, [](int thief) { current_rank("steal request").stealing().on_request(thief); }, rank_.id());
+      rank_.msgr(), victim, [](int thief) { current_module<remote_steal>("steal request").on_request(thief); },
+      rank_.id());
 }
 
 void remote_steal::on_request(int thief) {
@@ -100,8 +102,9 @@ void remote_steal::on_request(int thief) {
   if (given == 0) announced_.store(false, std::memory_order_relaxed);
   tasks_given_.fetch_add(given, std::memory_order_relaxed);
   control_send(
-      rank_, thief, [](int victim, std::uint32_t n) { current_rank("steal reply").stealing().on_reply(victim, n); },
-      rank_.id(), given);
+      rank_.msgr(), thief,
+      [](int victim, std::uint32_t n) { current_module<remote_steal>("steal reply").on_reply(victim, n); }, rank_.id(),
+      given);
 }
 
 void remote_steal::on_reply(int /*victim*/, std::uint32_t given) {
@@ -129,8 +132,10 @@ rill::steal_counts remote_steal::counts() {
   return c;
 }
 
-void stealable_queued() { current_rank("rill::async_any").stealing().queued(); }
+void stealable_queued() { current_module<remote_steal>("rill::async_any").queued(); }
 
 }  // namespace rill::detail
 
-rill::steal_counts rill::steal_stats() { return detail::current_rank("rill::steal_stats").stealing().counts(); }
+rill::steal_counts rill::steal_stats() {
+  return detail::current_module<detail::remote_steal>("rill::steal_stats").counts();
+}

@@ -1,4 +1,4 @@
-#include "runtime/outside_threads.hpp"
+#include "core/outside_threads.hpp"
 
 #include <fmt/format.h>
 
@@ -9,16 +9,16 @@
 #include <semaphore>
 #include <utility>
 
+#include "core/rank_core.hpp"
 #include "rill/detail/task_record.hpp"
 #include "rill/error.hpp"
-#include "runtime/rank.hpp"
 
 namespace rill::detail {
 
 namespace {
 
 std::mutex registry_lock;
-std::vector<rank_state*> registered;  // guarded by registry_lock
+std::vector<rank_core*> registered;  // guarded by registry_lock
 
 // One call, shared by the blocked thread and the task that serves it.
 struct outside_call {
@@ -28,16 +28,16 @@ struct outside_call {
   std::exception_ptr error;
 };
 
-bool still_running(rank_state* r) {
+bool still_running(rank_core* r) {
   std::lock_guard g(registry_lock);
-  for (rank_state* s : registered)
+  for (rank_core* s : registered)
     if (s == r) return !r->stopping();
   return false;
 }
 
 }  // namespace
 
-void register_process_ranks(const std::vector<rank_state*>& ranks) {
+void register_process_ranks(const std::vector<rank_core*>& ranks) {
   std::lock_guard g(registry_lock);
   registered = ranks;
 }
@@ -49,14 +49,14 @@ void withdraw_process_ranks() {
 
 void run_outside_call(int rank, const char* what, const std::function<void()>& fn) {
   auto call = std::make_shared<outside_call>();
-  rank_state* r = nullptr;
+  rank_core* r = nullptr;
   {
     // Injected under the lock: a registered rank is not destroyed before it is withdrawn.
     std::lock_guard g(registry_lock);
     if (registered.empty())
       throw misuse_error(fmt::format("{} called from a thread outside Rill while no Rill runtime runs", what));
     r = registered.front();
-    for (rank_state* s : registered)
+    for (rank_core* s : registered)
       if (s->id() == rank) r = s;
     r->pool().inject(make_task([call, &fn] {
       int expected = outside_call::pending;

@@ -4,14 +4,14 @@
 
 #include <cstring>
 
+#include "messages/messenger.hpp"
 #include "messages/wire_format.hpp"
 #include "rill/am.hpp"
-#include "runtime/rank.hpp"
 
 namespace rill::detail {
 
 template <class F, class... Args>
-void control_send(rank_state& from, int dest, F, Args... args) {
+void control_send(messenger& from, int dest, F, Args... args) {
   static_assert(std::is_empty_v<F> && (std::is_trivially_copyable_v<Args> && ...));
   using H = am_handler<F, Args...>;
   const auto id = static_cast<std::uint16_t>(handler_id<H>::value | wire::control_bit);

@@ -13,10 +13,10 @@
 
 namespace rill::detail {
 
-class rank_state;
+class rank_core;
 
 // The ranks this process holds, from just before their workers start until they have all stopped.
-void register_process_ranks(const std::vector<rank_state*>& ranks);
+void register_process_ranks(const std::vector<rank_core*>& ranks);
 void withdraw_process_ranks();
 
 // Runs fn in a task on `rank` when this process holds it, else on this process's first rank, and

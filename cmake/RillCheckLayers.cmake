@@ -1,0 +1,41 @@
+# The layering check (ctest: layering): every `#include "<folder>/..."` in a file under
+# src/<layer>/ must name that layer or one it uses, directly or through another layer, as declared
+# in src/CMakeLists.txt (rill_layer ... USES). So no layer includes a layer above it, and no
+# dependency goes undeclared. Prints every offending include, then fails.
+#   cmake -DSRC=<src dir> -DGRAPH=<build>/rill_layers.cmake -P RillCheckLayers.cmake
+cmake_minimum_required(VERSION 3.25)
+include(${GRAPH})
+set(bad 0)
+file(GLOB folders RELATIVE ${SRC} ${SRC}/*)
+foreach(folder IN LISTS folders)
+  if(IS_DIRECTORY ${SRC}/${folder} AND NOT folder IN_LIST LAYERS)
+    message(SEND_ERROR "src/${folder}/ is no layer: declare it with rill_layer in src/CMakeLists.txt")
+    math(EXPR bad "${bad} + 1")
+  endif()
+endforeach()
+foreach(layer IN LISTS LAYERS)
+  file(GLOB_RECURSE files RELATIVE ${SRC} ${SRC}/${layer}/*.hpp ${SRC}/${layer}/*.cpp)
+  foreach(file IN LISTS files)
+    file(STRINGS ${SRC}/${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[a-z_]+/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([a-z_]+)/.*" "\\1" target "${line}")
+      if(target STREQUAL "rill")  # the public headers (include/rill/), every layer's to use
+        continue()
+      endif()
+      if(NOT target IN_LIST REACH_${layer})
+        if(target IN_LIST LAYERS)
+          message(SEND_ERROR "src/${file}: includes ${target}/, which layer ${layer} does not use "
+                             "(an upward include, or a missing USES in src/CMakeLists.txt)")
+        else()
+          message(SEND_ERROR "src/${file}: includes ${target}/, which is no layer")
+        endif()
+        math(EXPR bad "${bad} + 1")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(bad GREATER 0)
+  message(FATAL_ERROR "${bad} layering error(s)")
+endif()
+list(LENGTH LAYERS n)
+message(STATUS "layering: ${n} layers, every include of src/ goes to the same layer or one below it")

@@ -1,0 +1,11 @@
+// rill::rank_me, rank_n and stats: questions about the calling rank.
+#include "core/rank_core.hpp"
+#include "rill/runtime.hpp"
+
+namespace rill {
+
+int rank_me() { return detail::current_messenger("rill::rank_me").id(); }
+int rank_n() { return detail::current_messenger("rill::rank_n").size(); }
+rank_stats stats() { return detail::current_core("rill::stats").stats(); }
+
+}  // namespace rill

@@ -1,0 +1,68 @@
+#include "core/rank_core.hpp"
+
+#include <algorithm>
+
+#include "scheduler/current_module.hpp"
+
+namespace rill::detail {
+
+rank_core::rank_core(endpoint& ep, const rill::config& cfg)
+    : id_(ep.rank()),
+      size_(ep.size()),
+      msgr_(ep, pool_, cfg),
+      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
+  modules().add_unowned(msgr_);
+  ep.on_arrival([this] { pool_.notify(); });
+}
+
+// The modules go first, the last added first: a module's state may refer to what lies below it
+// (callbacks still waiting in the event table are released while the pool still exists).
+rank_core::~rank_core() { modules().clear(); }
+
+void rank_core::modules_ready() {
+  out_of_work_hooks_.clear();
+  idle_hooks_.clear();
+  for (rank_module* m : modules().in_order()) {
+    if (m->hooks() & rank_module::out_of_work_hook) out_of_work_hooks_.push_back(m);
+    if (m->hooks() & rank_module::idle_hook) idle_hooks_.push_back(m);
+  }
+  std::reverse(idle_hooks_.begin(), idle_hooks_.end());
+}
+
+void rank_core::on_out_of_work(worker& w) {
+  msgr_.agg().flush_all();
+  for (rank_module* m : out_of_work_hooks_) m->on_out_of_work(w);
+}
+
+void rank_core::on_idle(worker& w) {
+  for (rank_module* m : idle_hooks_) m->on_idle(w);
+}
+
+void rank_core::stop(int exit_code) {
+  exit_code_ = exit_code;
+  set_stopping();
+  pool_.notify_all();
+}
+
+rill::rank_stats rank_core::stats() {
+  rill::rank_stats s;
+  for (int i = 0; i < pool_.size(); ++i) {
+    auto& c = pool_.at(i).counters();
+    s.messages_sent += c.messages_sent.load(std::memory_order_relaxed);
+    s.messages_handled += c.messages_handled.load(std::memory_order_relaxed);
+    s.buffers_sent += c.buffers_sent.load(std::memory_order_relaxed);
+    s.bytes_sent += c.bytes_sent.load(std::memory_order_relaxed);
+    s.tasks_run += c.tasks_run.load(std::memory_order_relaxed);
+    s.steals += c.steals.load(std::memory_order_relaxed);
+    s.fibers_created += c.fibers_created.load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+rank_core& current_core(const char* what) {
+  worker* w = current_worker();
+  if (!w) throw_outside_worker(what);
+  return static_cast<rank_core&>(w->pool().services());
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,30 @@
+// The events layer's part of a rank: its event table (with the trace of its event graph), and the
+// hang watch that idle workers run.
+#pragma once
+
+#include "events/event_table.hpp"
+#include "rill/config.hpp"
+#include "scheduler/current_module.hpp"
+#include "scheduler/rank_modules.hpp"
+
+namespace rill::detail {
+
+class events_module final : public rank_module {
+ public:
+  events_module(int rank, int ranks, const rill::config& cfg)
+      : rank_module(idle_hook), table_(rank, ranks, cfg.workers) {
+    table_.trace().configure(cfg);
+  }
+  event_table& table() { return table_; }
+  void on_idle(worker&) override {
+    if (table_.trace().hang_watch_on()) table_.check_hang();
+  }
+
+ private:
+  event_table table_;
+};
+
+// The calling worker's rank's event table; throws rill::misuse_error naming `what` elsewhere.
+inline event_table& events_here(const char* what) { return current_module<events_module>(what).table(); }
+
+}  // namespace rill::detail

@@ -1,0 +1,66 @@
+// The global memory layer's part of a rank: its segment (the memory other ranks reach through
+// global pointers), how this process sees every rank's segment, the global heap, and its part of
+// the active global address space (AGAS, gas_table).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "global/gas_table.hpp"
+#include "global/segment.hpp"
+#include "global/symmetric_heap.hpp"
+#include "rill/config.hpp"
+#include "scheduler/current_module.hpp"
+#include "scheduler/rank_modules.hpp"
+
+namespace rill::detail {
+
+class global_module final : public rank_module {
+ public:
+  global_module(int rank, int ranks, const rill::config& cfg)
+      : id_(rank),
+        size_(ranks),
+        shared_segments_(cfg.shared_segments),
+        every_tag_(cfg.tag_check == rill::tag_checks::every),
+        gas_(rank, ranks, cfg) {}
+
+  int id() const { return id_; }
+  int size() const { return size_; }
+  segment& memory_segment() { return *segment_; }
+  gas_table& gas() { return gas_; }
+  // The segment of `rank` if this rank may address it directly (its own; with --rill:shared-segments,
+  // those of the other ranks this process maps), else nullptr.
+  const segment_view* addressable_segment(int rank) const {
+    if (rank == id_) return &own_view_;
+    return shared_segments_ && segments_ ? segments_->find(rank) : nullptr;
+  }
+  // Whether single-element operations through a mapped segment check generation tags too
+  // (--rill:tag-checks=every), not only bounds.
+  bool checks_every_tag() const { return every_tag_; }
+  // This rank's segment over `memory`, and how this process sees every rank's; once, at start-up.
+  // Rank 0 also keeps the global heap's allocator.
+  void set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes,
+                    std::shared_ptr<const segment_directory> d);
+  // Where each rank's part of the global heap starts, in that rank's address space; by rank.
+  const std::vector<std::uintptr_t>& global_heap_bases() const { return global_heap_bases_; }
+  // The global heap's allocator: on rank 0, else nullptr.
+  symmetric_heap* global_heap() { return global_heap_.get(); }
+
+ private:
+  const int id_;
+  const int size_;
+  std::unique_ptr<segment> segment_;  // global memory homed here
+  segment_view own_view_;
+  const bool shared_segments_;
+  const bool every_tag_;
+  std::shared_ptr<const segment_directory> segments_;
+  std::vector<std::uintptr_t> global_heap_bases_;
+  std::unique_ptr<symmetric_heap> global_heap_;
+  gas_table gas_;  // this rank's part of the active global address space (rill/gas.hpp)
+};
+
+// The calling worker's rank's global module; throws rill::misuse_error naming `what` elsewhere.
+inline global_module& global_here(const char* what) { return current_module<global_module>(what); }
+
+}  // namespace rill::detail

@@ -1,0 +1,73 @@
+// The non-template halves of rill/am.hpp: a message's reservation, commit and flush, and the
+// copy-free send of a large payload.
+#include <cstring>
+#include <vector>
+
+#include "messages/messenger.hpp"
+#include "messages/wire_format.hpp"
+#include "rill/am.hpp"
+
+namespace rill::detail {
+
+namespace {
+messenger& sending_messenger(int dest) {
+  messenger& m = current_messenger("rill::am::send");
+  m.check_destination(dest);
+  return m;
+}
+
+void count_sent(std::size_t n) { worker_counters::bump(current_worker()->counters().messages_sent, n); }
+}  // namespace
+
+std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes) {
+  messenger& m = sending_messenger(dest);
+  count_sent(1);
+  return m.agg().reserve(dest, static_cast<std::uint16_t>(id), bytes);
+}
+
+void am_commit(int dest) { current_worker()->pool().services().modules().get<messenger>().agg().commit(dest); }
+
+void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
+  static_assert(am_payload_offset == wire::single_prefix_bytes);
+  messenger& m = sending_messenger(dest);
+  // Take the bytes out of the (thread-shared) scratch vector: sending may yield to another fiber.
+  std::vector<std::byte> mine = std::move(bytes);
+  const std::size_t payload = mine.size() - am_payload_offset;
+  m.check_payload_fits(payload);
+  count_sent(1);
+  if (payload > m.large_bytes()) {
+    wire::frame_single(mine, static_cast<std::uint32_t>(m.id()), static_cast<std::uint16_t>(id));
+    const std::size_t size = mine.size();
+    m.out().transmit(dest, std::move(mine));
+    // The buffer left with the message; serialize the next one into a recycled buffer (a send that
+    // completed) rather than growing a new one from nothing. Senders of large payloads tend to
+    // send more of the same size.
+    if (am_scratch().capacity() < size) am_scratch() = m.out().spare_buffer(size);
+    return;
+  }
+  std::byte* out = m.agg().reserve(dest, static_cast<std::uint16_t>(id), payload);
+  if (payload) std::memcpy(out, mine.data() + am_payload_offset, payload);
+  m.agg().commit(dest);
+  mine.clear();
+  if (am_scratch().capacity() < mine.capacity()) am_scratch() = std::move(mine);
+}
+
+std::vector<std::byte>& am_scratch() {
+  thread_local std::vector<std::byte> scratch;
+  return scratch;
+}
+
+}  // namespace rill::detail
+
+namespace rill {
+
+int am::sender() {
+  detail::worker* w = detail::current_worker();
+  return w ? w->current_fiber()->message_source : -1;
+}
+
+std::size_t am::max_payload_bytes() { return detail::current_messenger("rill::am::max_payload_bytes").max_payload(); }
+
+void am::flush() { detail::current_messenger("rill::am::flush").agg().flush_all(); }
+
+}  // namespace rill

@@ -1,0 +1,126 @@
+#include "messages/dispatcher.hpp"
+
+#include <string>
+#include <variant>
+
+#include "common/clock.hpp"
+#include "common/log.hpp"
+#include "messages/decoder.hpp"
+#include "messages/handler_table.hpp"
+#include "rill/error.hpp"
+#include "rill/serialization.hpp"
+
+namespace rill::detail {
+
+namespace {
+// Buffers taken from the endpoint per poll: enough to amortise the poll, few enough that one
+// worker does not hoard a burst another idle worker could share.
+constexpr std::size_t poll_batch = 8;
+
+// The received buffer whose handler is decoding its arguments on this thread, and its dispatcher.
+struct decoding_state {
+  dispatcher* owner = nullptr;
+  void* buffer = nullptr;  // dispatcher::received_buffer
+};
+thread_local decoding_state decoding;
+}  // namespace
+
+std::shared_ptr<const void> pin_received_bytes() {
+  if (!decoding.buffer) return nullptr;
+  return decoding.owner->pin(*static_cast<dispatcher::received_buffer*>(decoding.buffer));
+}
+
+// Received bytes that rill::view arguments point into, with the endpoint they came from: made by
+// std::make_shared, one allocation with the shared count (a deleter would need a second).
+struct dispatcher::pinned_bytes {
+  buffer bytes;
+  dispatcher* owner;
+  pinned_bytes(buffer&& b, dispatcher* d) : bytes(std::move(b)), owner(d) {}
+  pinned_bytes(const pinned_bytes&) = delete;
+  pinned_bytes& operator=(const pinned_bytes&) = delete;
+  ~pinned_bytes() {
+    // Back to the endpoint's pool when the last view dies on one of this rank's workers (the
+    // endpoint outlives them); a view kept elsewhere frees the bytes instead.
+    worker* w = current_worker();
+    if (w && &w->pool() == &owner->pool_) owner->ep_.recycle(std::move(bytes));
+  }
+};
+
+std::shared_ptr<const void> dispatcher::pin(received_buffer& rb) {
+  if (!rb.pinned) {
+    // rb.bytes keeps pointing into them: moving a vector keeps its storage.
+    auto pinned = std::make_shared<pinned_bytes>(std::move(rb.in.bytes), this);
+    rb.pinned = std::shared_ptr<buffer>(pinned, &pinned->bytes);
+  }
+  return rb.pinned;
+}
+
+dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int workers, aggregator& agg)
+    : ep_(ep), pool_(pool), agg_(agg), id_(ep.rank()), received_(static_cast<std::size_t>(workers)) {}
+
+bool dispatcher::progress(worker& w) {
+  // Messages a suspended handler left behind in its batch run first (see run_received).
+  bool did = run_received(w);
+  // Reused across polls (no allocation per arrival). Safe against a handler that waits: the batch
+  // is moved into the worker's queue before any handler runs.
+  thread_local std::vector<incoming> batch;
+  batch.clear();
+  ep_.poll(batch, poll_batch);
+  if (!batch.empty()) {
+    w.mark_active();
+    auto& queue = received_[static_cast<std::size_t>(w.index())];
+    for (auto& in : batch) {
+      const std::span<const std::byte> bytes(in.bytes);
+      auto checked = validate_buffer(bytes, in.source, handler_count());
+      if (auto* error = std::get_if<std::string>(&checked)) fatal("rank {} received a bad buffer: {}", id_, *error);
+      queue.push_back(
+          received_buffer{std::move(in), bytes, wire::buffer_header_bytes, std::get<std::uint32_t>(checked), nullptr});
+    }
+    run_received(w);
+    did = true;
+    // Replies the handlers sent leave now when the worker has nothing else to do (the loop would
+    // flush them as soon as it found no work): a lone reply must not wait for a trip round the loop.
+    if (agg_.any_buffered() && w.out_of_work()) agg_.flush_all();
+  }
+  if (agg_.any_buffered()) agg_.flush_aged(steady_now_ns());
+  return did;
+}
+
+bool dispatcher::run_received(worker& w) {
+  // The queue is the worker's, not this fiber's: when a handler waits, the fiber that takes over
+  // the worker runs the rest of the batch, and the waiting one finds less (or nothing) left when
+  // it resumes. A handler decodes its arguments before it can wait, so a buffer may be freed once
+  // its last message has started.
+  auto& queue = received_[static_cast<std::size_t>(w.index())];
+  bool ran = false;
+  while (!queue.empty()) {
+    received_buffer& rb = queue.front();
+    if (rb.left == 0) {
+      ep_.recycle(std::move(rb.in.bytes));  // every handler has decoded its arguments
+      queue.pop_front();
+      continue;
+    }
+    --rb.left;
+    const decoded_message m = next_message(rb.bytes, rb.at);
+    const int source = rb.in.source;
+    ran = true;
+    fiber_rec* fiber = w.current_fiber();
+    const int previous = fiber->message_source;
+    fiber->message_source = source;
+    try {
+      decoding = {this, &rb};
+      handler_at(m.id)(m.payload, m.bytes);
+      decoding = {};
+    } catch (const rill::decode_error& e) {
+      fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", source, id_, m.id, handler_name(m.id),
+            e.what());
+    } catch (const std::exception& e) {
+      fatal("the handler of a message from rank {} to rank {} threw: {}", source, id_, e.what());
+    }
+    fiber->message_source = previous;
+    if (!m.control) worker_counters::bump(w.counters().messages_handled);
+  }
+  return ran;
+}
+
+}  // namespace rill::detail

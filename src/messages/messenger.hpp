@@ -1,0 +1,63 @@
+// One rank's active messages: its aggregation buffers, the back-pressure to its endpoint, and the
+// dispatch of what it receives. The rank core owns it; the layers above find it with
+// current_messenger() and send through it (rill/am.hpp, messages/control_send.hpp).
+#pragma once
+
+#include "messages/aggregator.hpp"
+#include "messages/dispatcher.hpp"
+#include "messages/outbox.hpp"
+#include "rill/config.hpp"
+#include "scheduler/current_module.hpp"
+#include "scheduler/rank_modules.hpp"
+#include "transport/transport.hpp"
+
+namespace rill::detail {
+
+class messenger final : public rank_module {
+ public:
+  // `pool` may be under construction (the rank core builds the messenger first).
+  messenger(endpoint& ep, worker_pool& pool, const rill::config& cfg)
+      : ep_(ep),
+        id_(ep.rank()),
+        size_(ep.size()),
+        large_bytes_(cfg.large_bytes),
+        outbox_(ep, pool),
+        agg_(id_, size_, cfg, outbox_),
+        dispatch_(ep, pool, cfg.workers, agg_) {}
+
+  int id() const { return id_; }
+  int size() const { return size_; }
+  aggregator& agg() { return agg_; }
+  outbox& out() { return outbox_; }
+  // Payloads above this leave in a buffer of their own, not through the aggregator.
+  std::size_t large_bytes() const { return large_bytes_; }
+  // The largest buffer the transport carries to another rank.
+  std::size_t max_buffer_bytes() const { return ep_.max_buffer_bytes(); }
+  // The largest payload of one message (rill::am::max_payload_bytes).
+  std::size_t max_payload() const;
+  // Throws rill::misuse_error when a message of `payload` bytes cannot be sent: before anything is
+  // counted or sent.
+  void check_payload_fits(std::size_t payload) const;
+  // Throws rill::misuse_error when `dest` is no rank.
+  void check_destination(int dest) const;
+
+  // Network progress on w (dispatcher::progress).
+  bool progress(worker& w) { return dispatch_.progress(w); }
+  // Received data may be waiting that only polling notices, or buffers wait to leave.
+  bool must_poll() const { return ep_.needs_polling() || agg_.any_buffered(); }
+  bool has_input() const { return ep_.has_input(); }
+
+ private:
+  endpoint& ep_;
+  const int id_;
+  const int size_;
+  const std::size_t large_bytes_;
+  outbox outbox_;
+  aggregator agg_;
+  dispatcher dispatch_;
+};
+
+// The calling worker's rank's messenger; throws rill::misuse_error naming `what` elsewhere.
+inline messenger& current_messenger(const char* what) { return current_module<messenger>(what); }
+
+}  // namespace rill::detail

@@ -1,0 +1,23 @@
+#include "runtime/builtin_modules.hpp"
+
+#include "events/events_module.hpp"
+#include "global/global_module.hpp"
+#include "machine/machine_module.hpp"
+#include "runtime/termination.hpp"
+#include "steal/remote_steal.hpp"
+#include "sync/sync_module.hpp"
+
+namespace rill::detail {
+
+void add_builtin_modules(rank_core& core, const rill::config& cfg, std::shared_ptr<const rill::machine> machine) {
+  module_table& m = core.modules();
+  events_module& events = m.add<events_module>(core.id(), core.size(), cfg);
+  m.add<sync_module>(core.id(), core.size(), core.pool(), events);
+  m.add<global_module>(core.id(), core.size(), cfg);
+  const rill::machine& model = m.add<machine_module>(std::move(machine)).model();
+  m.add<remote_steal>(core, model, cfg);
+  m.add<termination>(core);
+  core.modules_ready();
+}
+
+}  // namespace rill::detail
