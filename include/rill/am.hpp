@@ -29,8 +29,8 @@ int sender();
 void flush();
 
 // The largest payload (serialized arguments and captures) one message carries: 4 GiB - 1 bytes, or
-// less where the transport carries less (under mpi 2^31 - 21: MPI counts an int of bytes, and the
-// message header takes 20). send and send_zero_copy throw rill::misuse_error for a larger one,
+// less where the transport carries less (under mpi 2^31 - 25: MPI counts an int of bytes, and the
+// message header takes 24). send and send_zero_copy throw rill::misuse_error for a larger one,
 // before anything is sent. Call it from a Rill task.
 std::size_t max_payload_bytes();
 
@@ -45,7 +45,7 @@ void am_commit(int dest);
 // Sends a serialized payload that starts `am_payload_offset` bytes into `bytes` (the room in front
 // lets a large payload leave as a buffer of its own without being copied); small payloads are
 // copied into the destination's aggregation buffer.
-inline constexpr std::size_t am_payload_offset = 20;
+inline constexpr std::size_t am_payload_offset = 24;
 void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes);
 // am_send_bytes for a payload whose views' elements are `lent` (serialize_lending): a large one
 // leaves with the network reading them in place; returns when they may be reused.

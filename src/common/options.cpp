@@ -141,6 +141,13 @@ const std::vector<option_spec>& table() {
          if (v.empty()) bad_value("event-graph", v, "a file path");
          o.cfg.event_graph = std::string(v);
        }},
+      {"trace", "(off)",
+       "record a timeline of the run (tasks, handlers, messages, events, steals per worker) and write it as one "
+       "Chrome/Perfetto JSON trace at PATH, see docs/tracing.md",
+       [](parsed_options& o, std::string_view v) {
+         if (v.empty()) bad_value("trace", v, "a file path");
+         o.cfg.trace = std::string(v);
+       }},
       {"hang-report-s", "30",
        "seconds without any event triggering on a rank that has waiters before it prints what it waits on "
        "(0 = never; fractions allowed)",

@@ -1,5 +1,7 @@
 #include "events/event_table.hpp"
 
+#include "trace/hooks.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -210,6 +212,7 @@ void event_table::trigger(event e, poison_ptr cause) {
 }
 
 void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from) {
+  trace::instant<trace::kind::event_trigger>(0, static_cast<std::uint64_t>(me_), index);
   if (trace_.graph_on())
     trace_.record_trigger(event::from_parts(static_cast<std::uint32_t>(me_), index, gen), from < 0 ? me_ : from, cause);
   owned_slot* s = find_slot(index);
@@ -378,6 +381,7 @@ event_status event_table::query(event e) {
 }
 
 void event_table::subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
+  trace::instant<trace::kind::event_subscribe>(0, static_cast<std::uint64_t>(owner), slot);
   trace_.note_progress();
   count_sent(&sent_counts::subscriptions, 1);
   send_subscribe(owner, slot, gen);

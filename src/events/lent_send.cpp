@@ -2,6 +2,7 @@
 // completion (the lent bytes may be reused) is an event, so this lives on the events layer.
 #include <vector>
 
+#include "messages/message_flow.hpp"
 #include "messages/messenger.hpp"
 #include "messages/wire_format.hpp"
 #include "rill/am.hpp"
@@ -30,7 +31,10 @@ event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, s
     return event::none();
   }
   worker_counters::bump(current_worker()->counters().messages_sent);
-  wire::frame_single(bytes, static_cast<std::uint32_t>(m.id()), static_cast<std::uint16_t>(id), payload);
+  const std::uint32_t sequence = m.agg().take_single_sequence(dest);
+  wire::frame_single(bytes, static_cast<std::uint32_t>(m.id()), sequence, static_cast<std::uint16_t>(id), payload);
+  trace::instant<trace::kind::message_send>(message_flow(m.id(), dest, sequence), static_cast<std::uint64_t>(dest),
+                                            payload);
   b.owned = std::move(bytes);  // (the parts that point into it stay valid: its storage moves along)
   const user_event sent = user_event::create();
   b.done = [sent] { sent.trigger(); };

@@ -1,5 +1,8 @@
 #include "messages/aggregator.hpp"
 
+#include "messages/message_flow.hpp"
+#include "trace/hooks.hpp"
+
 #include <algorithm>
 
 #include "common/clock.hpp"
@@ -23,6 +26,7 @@ aggregator::aggregator(int self, int ranks, const rill::config& cfg, buffer_sink
       age_ns_(cfg.agg_age_us * 1000),
       sink_(sink),
       queues_(new queue[static_cast<std::size_t>(ranks)]),
+      single_sequences_(new std::atomic<std::uint32_t>[static_cast<std::size_t>(ranks)]()),
       ranks_(ranks) {}
 
 std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
@@ -30,7 +34,10 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     pending_large_dest = dest;
     pending_large.clear();
     pending_large.reserve(wire::buffer_header_bytes + 8 + bytes);
-    wire::begin_buffer(pending_large, static_cast<std::uint32_t>(self_));
+    const std::uint32_t sequence = take_single_sequence(dest);
+    wire::begin_buffer(pending_large, static_cast<std::uint32_t>(self_), sequence);
+    trace::instant<trace::kind::message_send>(message_flow(self_, dest, sequence), static_cast<std::uint64_t>(dest),
+                                              bytes);
     return wire::append_message(pending_large, id, bytes);
   }
   queue& q = queues_[static_cast<std::size_t>(dest)];
@@ -46,7 +53,7 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
       // Zero-filled once per buffer, not per message.
       const std::size_t room = std::max(threshold_ + 64, wire::buffer_header_bytes + need);
       if (q.buf.size() < room) q.buf.resize(room);
-      wire::write_buffer_header(q.buf.data(), static_cast<std::uint32_t>(self_));
+      wire::write_buffer_header(q.buf.data(), static_cast<std::uint32_t>(self_), q.next_sequence);
       q.used = wire::buffer_header_bytes;
       // Stamped by the first flush_aged() that sees the buffer, not here: a clock read per new
       // buffer is latency on every lone message, and progress points come often.
@@ -56,6 +63,8 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     }
     std::byte* payload = wire::write_message_header(q.buf.data(), q.used, id, bytes);
     q.used += need;
+    trace::instant<trace::kind::message_send>(message_flow(self_, dest, q.next_sequence++),
+                                              static_cast<std::uint64_t>(dest), bytes);
     return payload;
   }
 }
@@ -66,6 +75,7 @@ void aggregator::commit(int dest) {
     buffer mine = std::move(pending_large);
     pending_large = buffer{};
     pending_large_dest = -1;
+    trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(dest), mine.size());
     sink_.transmit(dest, std::move(mine));
     return;
   }
@@ -78,6 +88,7 @@ void aggregator::commit(int dest) {
 }
 
 void aggregator::leave_locked(queue& q, int dest) {
+  trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(dest), q.used);
   if (sink_.transmit_copy(dest, std::span<const std::byte>(q.buf.data(), q.used))) {
     q.nonempty.store(false, std::memory_order_release);
     buffered_.fetch_sub(1, std::memory_order_acq_rel);

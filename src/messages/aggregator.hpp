@@ -15,6 +15,7 @@
 
 #include "common/spinlock.hpp"
 #include "messages/buffer_sink.hpp"
+#include "messages/wire_format.hpp"
 #include "rill/config.hpp"
 #include "transport/transport.hpp"
 
@@ -35,6 +36,11 @@ class aggregator {
   void flush_all();
   void flush_aged(std::uint64_t now_ns);
   bool any_buffered() const { return buffered_.load(std::memory_order_acquire) != 0; }
+  // The sequence of the next message to `dest` sent in a buffer of its own (wire::frame_single).
+  std::uint32_t take_single_sequence(int dest) {
+    return wire::single_sequence_bit |
+           single_sequences_[static_cast<std::size_t>(dest)].fetch_add(1, std::memory_order_relaxed);
+  }
 
  private:
   struct alignas(64) queue {
@@ -42,8 +48,9 @@ class aggregator {
     // buf is kept at its full size so that appending a message does not zero-fill its bytes
     // (vector::resize would, one memset call per message); `used` is how much of it is written.
     buffer buf;
-    std::size_t used = 0;        // <= wire::buffer_header_bytes: no message yet
-    std::uint64_t first_ns = 0;  // when a progress point first saw the buffer (0: not yet)
+    std::size_t used = 0;             // <= wire::buffer_header_bytes: no message yet
+    std::uint64_t first_ns = 0;       // when a progress point first saw the buffer (0: not yet)
+    std::uint32_t next_sequence = 0;  // of the next message reserved (wire_format.hpp)
     std::atomic<bool> nonempty{false};
   };
   buffer take_locked(queue& q);
@@ -56,6 +63,7 @@ class aggregator {
   const std::uint64_t age_ns_;
   buffer_sink& sink_;
   std::unique_ptr<queue[]> queues_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> single_sequences_;
   const int ranks_;
   std::atomic<int> buffered_{0};  // destinations whose buffer holds messages
 };

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "messages/message_flow.hpp"
 #include "messages/messenger.hpp"
 #include "messages/wire_format.hpp"
 #include "rill/am.hpp"
@@ -36,7 +37,10 @@ void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
   m.check_payload_fits(payload);
   count_sent(1);
   if (payload > m.large_bytes()) {
-    wire::frame_single(mine, static_cast<std::uint32_t>(m.id()), static_cast<std::uint16_t>(id));
+    const std::uint32_t sequence = m.agg().take_single_sequence(dest);
+    wire::frame_single(mine, static_cast<std::uint32_t>(m.id()), sequence, static_cast<std::uint16_t>(id));
+    trace::instant<trace::kind::message_send>(message_flow(m.id(), dest, sequence), static_cast<std::uint64_t>(dest),
+                                              payload);
     const std::size_t size = mine.size();
     m.out().transmit(dest, std::move(mine));
     // The buffer left with the message; serialize the next one into a recycled buffer (a send that

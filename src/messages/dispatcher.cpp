@@ -7,6 +7,7 @@
 #include "common/log.hpp"
 #include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
+#include "messages/message_flow.hpp"
 #include "rill/error.hpp"
 #include "rill/serialization.hpp"
 
@@ -73,8 +74,9 @@ bool dispatcher::progress(worker& w) {
       const std::span<const std::byte> bytes(in.bytes);
       auto checked = validate_buffer(bytes, in.source, handler_count());
       if (auto* error = std::get_if<std::string>(&checked)) fatal("rank {} received a bad buffer: {}", id_, *error);
-      queue.push_back(
-          received_buffer{std::move(in), bytes, wire::buffer_header_bytes, std::get<std::uint32_t>(checked), nullptr});
+      trace::instant<trace::kind::message_arrival>(0, static_cast<std::uint64_t>(in.source), bytes.size());
+      queue.push_back(received_buffer{std::move(in), bytes, wire::buffer_header_bytes, std::get<std::uint32_t>(checked),
+                                      wire::first_sequence(bytes.data()), nullptr});
     }
     run_received(w);
     did = true;
@@ -103,12 +105,15 @@ bool dispatcher::run_received(worker& w) {
     --rb.left;
     const decoded_message m = next_message(rb.bytes, rb.at);
     const int source = rb.in.source;
+    const std::uint32_t sequence = rb.sequence++;
     ran = true;
     fiber_rec* fiber = w.current_fiber();
     const int previous = fiber->message_source;
     fiber->message_source = source;
     try {
       decoding = {this, &rb};
+      trace::scope<trace::kind::handler> traced(message_flow(source, id_, sequence), m.id,
+                                                static_cast<std::uint64_t>(source));
       handler_at(m.id)(m.payload, m.bytes);
       decoding = {};
     } catch (const rill::decode_error& e) {

@@ -32,6 +32,7 @@ class dispatcher {
     std::span<const std::byte> bytes;  // in.bytes' storage, which stays put when pinned moves it
     std::size_t at;                    // where the next message starts
     std::uint32_t left;                // messages not yet started
+    std::uint32_t sequence;            // of the next message (wire_format.hpp; for traces)
     std::shared_ptr<buffer> pinned;    // the bytes, once a rill::view points into them
   };
   // Runs the handlers of the buffers this worker received; returns whether it ran any.

@@ -1,7 +1,7 @@
 // The bytes on the wire.
 //
-// A transport buffer is a 12-byte header followed by messages:
-//   buffer : magic u32 | source rank u32 | message count u32 | message...
+// A transport buffer is a 16-byte header followed by messages:
+//   buffer : magic u32 | source rank u32 | message count u32 | first sequence u32 | message...
 //   message: id u16 | length u16 | payload            (length < 0xFFFF)
 //            id u16 | 0xFFFF u16 | length u32 | payload (longer payloads)
 // The top bit of id marks runtime control messages, which termination detection does not count.
@@ -16,7 +16,11 @@
 namespace rill::detail::wire {
 
 inline constexpr std::uint32_t magic = 0x4c4c4952;  // "RILL"
-inline constexpr std::size_t buffer_header_bytes = 12;
+inline constexpr std::size_t buffer_header_bytes = 16;
+// A buffer's first sequence numbers its messages from the source to the destination: aggregated
+// ones count up per destination, a message sent in a buffer of its own has this bit set and counts
+// apart. Only traces read it (a message's send and its handler share a flow id); 32 bits wrap.
+inline constexpr std::uint32_t single_sequence_bit = 0x80000000u;
 inline constexpr std::uint16_t control_bit = 0x8000;
 inline constexpr std::uint16_t max_handler_id = 0x7fff;
 inline constexpr std::uint16_t long_length = 0xffff;
@@ -35,17 +39,21 @@ inline T get(const std::byte* p) {
 }
 
 // Writes a buffer header with a zero count at `b`.
-inline void write_buffer_header(std::byte* b, std::uint32_t source) {
+inline void write_buffer_header(std::byte* b, std::uint32_t source, std::uint32_t first_sequence) {
   put(b, magic);
   put(b + 4, source);
   put<std::uint32_t>(b + 8, 0);
+  put(b + 12, first_sequence);
 }
 
 // Starts a buffer: writes its header with a zero count.
-inline void begin_buffer(std::vector<std::byte>& b, std::uint32_t source) {
+inline void begin_buffer(std::vector<std::byte>& b, std::uint32_t source, std::uint32_t first_sequence) {
   b.resize(buffer_header_bytes);
-  write_buffer_header(b.data(), source);
+  write_buffer_header(b.data(), source, first_sequence);
 }
+
+// The first sequence of the buffer starting at `b`.
+inline std::uint32_t first_sequence(const std::byte* b) { return get<std::uint32_t>(b + 12); }
 
 inline std::uint32_t message_count(const std::vector<std::byte>& b) { return get<std::uint32_t>(b.data() + 8); }
 
@@ -78,16 +86,16 @@ inline constexpr std::size_t single_prefix_bytes = buffer_header_bytes + 8;
 // Turns b = [single_prefix_bytes of room][payload] into a buffer holding that one message (in the
 // long form, which the decoder accepts for any length), without moving the payload.
 // `payload` bytes follow the prefix on the wire (by default, the rest of b).
-inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint16_t id, std::size_t payload) {
-  put(b.data(), magic);
-  put(b.data() + 4, source);
+inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint32_t sequence, std::uint16_t id,
+                         std::size_t payload) {
+  write_buffer_header(b.data(), source, sequence);
   put<std::uint32_t>(b.data() + 8, 1);
-  put(b.data() + 12, id);
-  put(b.data() + 14, long_length);
-  put(b.data() + 16, static_cast<std::uint32_t>(payload));
+  put(b.data() + buffer_header_bytes, id);
+  put(b.data() + buffer_header_bytes + 2, long_length);
+  put(b.data() + buffer_header_bytes + 4, static_cast<std::uint32_t>(payload));
 }
-inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint16_t id) {
-  frame_single(b, source, id, b.size() - single_prefix_bytes);
+inline void frame_single(std::vector<std::byte>& b, std::uint32_t source, std::uint32_t sequence, std::uint16_t id) {
+  frame_single(b, source, sequence, id, b.size() - single_prefix_bytes);
 }
 
 }  // namespace rill::detail::wire

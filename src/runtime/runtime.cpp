@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/options.hpp"
 #include "core/outside_threads.hpp"
@@ -18,6 +19,8 @@
 #include "runtime/builtin_modules.hpp"
 #include "runtime/termination.hpp"
 #include "scheduler/deep_stack.hpp"
+#include "trace/recorder.hpp"
+#include "trace/trace_file.hpp"
 #include "transport/transport.hpp"
 
 namespace rill {
@@ -27,7 +30,47 @@ class runtime_impl {
   rill::config cfg;
   std::unique_ptr<detail::transport> transport;
   std::vector<std::unique_ptr<detail::rank_core>> ranks;
+  std::vector<std::unique_ptr<detail::trace::rank_trace>> traces;  // with --rill:trace, by local rank
   bool ran = false;
+
+  // Gives every rank of this process a trace its workers record into, its clock aligned with rank 0's.
+  void start_tracing() {
+    // One all-gather of each process's clock: its skew is the alignment's error (none under local,
+    // where every rank reads the same clock).
+    const auto clocks = transport->gather_from_all_ranks(std::to_string(detail::steady_now_ns()));
+    const auto rank0_clock = static_cast<std::int64_t>(std::stoull(clocks.front()));
+    for (auto& rank : ranks) {
+      auto t = std::make_unique<detail::trace::rank_trace>(rank->id(), cfg.workers);
+      const auto own_clock = static_cast<std::int64_t>(std::stoull(clocks[static_cast<std::size_t>(rank->id())]));
+      t->set_clock_offset(rank0_clock - own_clock);
+      rank->pool().set_trace(t.get());
+      traces.push_back(std::move(t));
+    }
+  }
+
+  // Every rank writes its part of the trace; once all have (a collective), rank 0's process merges them.
+  void write_trace() {
+    bool ok = true;
+    try {
+      for (auto& t : traces) detail::trace::write_part(*t, cfg.trace);
+    } catch (const std::exception& e) {
+      detail::log().error("--rill:trace: {}", e.what());
+      ok = false;
+    }
+    const auto written = transport->gather_from_all_ranks(ok ? "ok" : "failed");
+    if (ranks.front()->id() != 0) return;
+    for (std::size_t r = 0; r < written.size(); ++r)
+      if (written[r] != "ok") {
+        detail::log().error("--rill:trace: rank {} could not write its part; {} was not merged", r, cfg.trace);
+        return;
+      }
+    try {
+      detail::trace::merge_parts(cfg.trace, transport->size());
+      detail::log().info("trace of {} rank(s) written to {}", transport->size(), cfg.trace);
+    } catch (const std::exception& e) {
+      detail::log().error("--rill:trace: {}", e.what());
+    }
+  }
 };
 
 runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>()) {
@@ -70,6 +113,7 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
     impl_->ranks[i]->modules().get<detail::global_module>().set_segments(memory.own[i], cfg.segment_bytes,
                                                                          cfg.global_heap_bytes, segments);
+  if (!cfg.trace.empty()) impl_->start_tracing();
   detail::log().debug("{} rank(s) here of {}, {} worker(s) each, transport {}", impl_->ranks.size(),
                       impl_->transport->size(), cfg.workers, cfg.transport == transport_kind::mpi ? "mpi" : "local");
 }
@@ -110,6 +154,7 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
   for (auto& rank : impl_->ranks) rank->pool().start(rank->id());
   for (auto& rank : impl_->ranks) rank->pool().join();
   detail::withdraw_process_ranks();
+  if (!impl_->traces.empty()) impl_->write_trace();
   if (!impl_->cfg.event_graph.empty()) {
     std::vector<const detail::event_trace*> traces;
     for (auto& rank : impl_->ranks) traces.push_back(&rank->modules().get<detail::events_module>().table().trace());

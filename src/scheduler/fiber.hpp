@@ -8,6 +8,7 @@
 
 #include <boost/context/detail/fcontext.hpp>
 #include <boost/context/stack_context.hpp>
+#include <cstdint>
 
 #include <cstddef>
 
@@ -51,6 +52,9 @@ struct fiber_rec {
   // The rank whose message handler runs on this fiber (-1: none). Per fiber, not per thread: a
   // handler that waits is resumed after other handlers ran on the same thread.
   int message_source = -1;
+  // When the stretch of the task running on this fiber began (trace/hooks.hpp span_begin); 0: none.
+  // A task that parks ends its stretch and starts another when resumed, so spans nest per worker.
+  std::uint64_t trace_task_start = 0;
   // The finish scope (a finish_proxy) of the task running on this fiber; nullptr: none.
   void* finish = nullptr;
   // The phaser registrations (src/sync/phaser.cpp) of the task running on this fiber.

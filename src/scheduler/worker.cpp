@@ -11,6 +11,7 @@
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "rill/task.hpp"
+#include "trace/hooks.hpp"
 
 namespace rill::detail {
 
@@ -244,6 +245,7 @@ void worker::loop() {
       mark_active();
       reset_idle();
       worker_counters::bump(counters_.steals);
+      trace::instant<trace::kind::steal>(0, static_cast<std::uint64_t>(index_), 1);
       run_task(t);
       continue;
     }
@@ -252,6 +254,16 @@ void worker::loop() {
 }
 
 void worker::run_task(task_record* t) {
+  fiber_rec* const running = current_;
+  // The stretch of a task this one runs nested in (help_scope, inline) goes on around it.
+  const std::uint64_t outer_start = running->trace_task_start;
+  running->trace_task_start = trace::span_begin();
+  run_task_body(t);
+  trace::span_end<trace::kind::task>(running->trace_task_start);
+  running->trace_task_start = outer_start;
+}
+
+void worker::run_task_body(task_record* t) {
   void* const scope = t->scope;
   if (credit_.units && scope != credit_.scope) return_credit();
   if (!scope) {
@@ -425,8 +437,20 @@ void worker::park(waiter& w) {
   // the queue is fine: the switch below saves this fiber before anything can resume it.)
   if (next == self) return;
   if (!next) next = spare_fiber();
+  suspend_to(self, next);
+}
+
+void worker::suspend_to(fiber_rec* self, fiber_rec* next) {
+  if (trace::enabled()) [[unlikely]] {
+    if (self->trace_task_start) trace::span_end<trace::kind::task>(self->trace_task_start);
+    trace::instant<trace::kind::fiber_park>();
+  }
   current_ = next;
   switch_fiber(self, next);
+  if (trace::enabled()) [[unlikely]] {
+    trace::instant<trace::kind::fiber_resume>();
+    if (self->trace_task_start) self->trace_task_start = trace::span_begin();
+  }
 }
 
 void worker::yield() {
@@ -436,8 +460,7 @@ void worker::yield() {
   if (next) {  // another fiber is ready: switch to it directly
     fiber_rec* self = current_;
     push_local(self);
-    current_ = next;
-    switch_fiber(self, next);
+    suspend_to(self, next);
     return;
   }
   // Otherwise let the loop run queued tasks and poll the network, on another fiber, before this
@@ -453,8 +476,7 @@ void worker::wait_for_progress() {
   blocked_.push_back(self);
   fiber_rec* next = credit_.units ? nullptr : take_ready();  // held credit: via the loop
   if (!next) next = spare_fiber();
-  current_ = next;
-  switch_fiber(self, next);
+  suspend_to(self, next);
 }
 
 bool worker::progress_and_release() {
@@ -466,6 +488,7 @@ bool worker::progress_and_release() {
 
 void worker::thread_main() {
   tls_worker = this;
+  if (trace::rank_trace* t = pool_.trace()) t->attach_thread(index_);
   init_thread_fiber(main_);
   current_ = &main_;
   fiber_rec* first = new_fiber();
@@ -481,6 +504,7 @@ void worker::thread_main() {
   }
   reclaim_ended();
   mark_idle();
+  trace::rank_trace::detach_thread();
   tls_worker = nullptr;
 }
 

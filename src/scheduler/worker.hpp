@@ -22,6 +22,7 @@
 #include "scheduler/fiber.hpp"
 #include "scheduler/rank_services.hpp"
 #include "scheduler/stack_pool.hpp"
+#include "trace/recorder.hpp"
 
 namespace rill::detail {
 
@@ -112,8 +113,9 @@ class worker {
   [[noreturn]] void fiber_body(fiber_rec* self);
   void reclaim_ended();
   void loop();
-  void run_task(task_record* t);
-  void return_task(task_record* t);  // any thread
+  void run_task(task_record* t);       // traced as a task span
+  void run_task_body(task_record* t);  // the task itself
+  void return_task(task_record* t);    // any thread
   fiber_rec* take_ready();
   void push_local(fiber_rec* f);
   fiber_rec* spare_fiber();
@@ -129,6 +131,9 @@ class worker {
   // One scheduling step of a task run nested in the running fiber (help_scope, inline tasks): on
   // every poll_every-th, a trip through the scheduling loop and back.
   void step_nested();
+  // Switches from the running fiber `self` to `next`, ending self's traced task stretch first and
+  // starting another when self runs again.
+  void suspend_to(fiber_rec* self, fiber_rec* next);
   // True when the running fiber has a whole task's stack, and `extra` bytes, free below the
   // caller's frame (a thread's own stack always has).
   bool stack_room(std::size_t extra = 0) const;
@@ -193,6 +198,9 @@ class worker_pool {
   // Set once, before the workers start, by the layer whose tasks have scopes.
   void set_scope_hooks(const task_scope_hooks& hooks) { scope_hooks_ = hooks; }
   const task_scope_hooks& scope_hooks() const { return scope_hooks_; }
+  // Where the workers record with --rill:trace (nullptr: they do not); set before start().
+  void set_trace(trace::rank_trace* t) { trace_ = t; }
+  trace::rank_trace* trace() const { return trace_; }
   std::uint64_t idle_poll_ns() const { return idle_poll_ns_; }
 
   // A task from a thread that is not one of this rank's workers.
@@ -232,6 +240,7 @@ class worker_pool {
  private:
   rank_services& services_;
   task_scope_hooks scope_hooks_{};
+  trace::rank_trace* trace_ = nullptr;
   std::vector<std::unique_ptr<worker>> workers_;
   const std::uint64_t idle_poll_ns_;
   std::mutex inject_lock_;

@@ -5,6 +5,7 @@
 
 #include "common/clock.hpp"
 #include "messages/control_send.hpp"
+#include "trace/hooks.hpp"
 
 namespace rill::detail {
 
@@ -107,7 +108,7 @@ void remote_steal::on_request(int thief) {
       given);
 }
 
-void remote_steal::on_reply(int /*victim*/, std::uint32_t given) {
+void remote_steal::on_reply(int victim, std::uint32_t given) {
   if (given == 0) {
     requests_empty_.fetch_add(1, std::memory_order_relaxed);
     // Every victim had a fair chance to say it has nothing: stop asking until an announcement.
@@ -116,6 +117,7 @@ void remote_steal::on_reply(int /*victim*/, std::uint32_t given) {
     next_try_ns_.store(steady_now_ns() + backoff_ns_, std::memory_order_relaxed);
     backoff_ns_ = std::min(2 * backoff_ns_, max_backoff_ns);
   } else {
+    trace::instant<trace::kind::steal>(0, static_cast<std::uint64_t>(victim), given);
     tasks_stolen_.fetch_add(given, std::memory_order_relaxed);
     failures_.store(0, std::memory_order_relaxed);
     backoff_ns_ = first_backoff_ns;

@@ -104,7 +104,7 @@ void send_raw(std::vector<std::byte> b) { rill::detail::current_messenger("test"
 
 std::vector<std::byte> buffer_with(std::uint16_t id, std::size_t declared, std::size_t actual) {
   std::vector<std::byte> b;
-  rill::detail::wire::begin_buffer(b, 0);
+  rill::detail::wire::begin_buffer(b, 0, 0);
   rill::detail::wire::append_message(b, id, declared);
   b.resize(b.size() - declared + actual);
   return b;
@@ -133,7 +133,7 @@ TEST(fatal, payload_of_the_wrong_size_names_sender_and_handler) {
   EXPECT_EXIT(run_two_ranks([] {
                 // A real handler (a function pointer and a uint64_t: 16 bytes) given 3 bytes.
                 std::vector<std::byte> b;
-                rill::detail::wire::begin_buffer(b, 0);
+                rill::detail::wire::begin_buffer(b, 0, 0);
                 const auto id = static_cast<std::uint16_t>(
                     rill::detail::handler_id<rill::detail::am_handler<void (*)(std::uint64_t), std::uint64_t>>::value);
                 rill::detail::wire::append_message(b, id, 3);

@@ -398,7 +398,7 @@ TEST_P(messages, run_returns_only_after_all_forwarded_work_is_done) {
 
 per_rank delivered_after_refusal;
 
-// A payload beyond what one message carries (4 GiB - 1, 2^31 - 21 under mpi) is refused before it
+// A payload beyond what one message carries (4 GiB - 1, 2^31 - 25 under mpi) is refused before it
 // is counted or sent: the send throws, later sends arrive, and the run ends (a message counted but
 // never sent would hold the run forever). The view points nowhere: the refusal reads no element.
 TEST_P(messages, payload_beyond_what_a_message_carries_is_refused_before_it_is_sent) {

@@ -25,7 +25,7 @@ const char* const all_names[] = {"ranks",        "workers",     "transport",    
                                  "agg-age-us",   "large-bytes", "queue-buffers",   "chaos",     "log",
                                  "idle-poll-us", "event-graph", "hang-report-s",   "steal",     "steal-batch",
                                  "segment",      "global-heap", "shared-segments", "gas-cache", "gas-cache-entries",
-                                 "tag-checks",   "node-ring",   "inline-queue"};
+                                 "tag-checks",   "node-ring",   "inline-queue",    "trace"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -302,6 +302,18 @@ TEST_F(Options, GlobalHeapIsHalfTheSegmentUnlessGivenAndLeavesRoomForTheOwnHeap)
   EXPECT_EQ(o.cfg.global_heap_bytes, 500000u / 4096 * 4096);
   expect_usage_error("--rill:global-heap=128MiB", "global-heap");  // all of the default segment
   expect_usage_error("--rill:global-heap=lots", "global-heap");
+}
+
+TEST_F(Options, Trace) {
+  args a{"prog", "--rill:trace=/tmp/run.json"};
+  EXPECT_EQ(parse(a).cfg.trace, "/tmp/run.json");
+  args b{"prog"};
+  EXPECT_EQ(parse(b).cfg.trace, "");
+  setenv("RILL_TRACE", "t.json", 1);
+  args c{"prog"};
+  EXPECT_EQ(parse(c).cfg.trace, "t.json");
+  expect_usage_error("--rill:trace=", "trace");
+  expect_usage_error("--rill:trace", "trace");
 }
 
 TEST_F(Options, EventGraphAndHangReport) {

@@ -36,7 +36,7 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
 
 std::vector<std::byte> build(std::uint32_t source, const std::vector<msg>& msgs) {
   std::vector<std::byte> b;
-  wire::begin_buffer(b, source);
+  wire::begin_buffer(b, source, 0);
   for (const auto& m : msgs) {
     std::byte* out = wire::append_message(b, m.id, m.payload.size());
     if (!m.payload.empty()) std::memcpy(out, m.payload.data(), m.payload.size());
@@ -75,7 +75,7 @@ void expect_rejected(const std::vector<std::byte>& b, int source, std::size_t ha
 
 TEST(WireFormat, BeginBufferWritesHeader) {
   std::vector<std::byte> b{std::byte{9}, std::byte{9}};  // overwritten
-  wire::begin_buffer(b, 1234);
+  wire::begin_buffer(b, 1234, 0);
   ASSERT_EQ(b.size(), wire::buffer_header_bytes);
   EXPECT_EQ(wire::get<std::uint32_t>(b.data()), wire::magic);
   EXPECT_EQ(wire::get<std::uint32_t>(b.data() + 4), 1234u);
@@ -93,7 +93,7 @@ TEST(WireFormat, HeaderSizeSwitchesAtLongLength) {
 
 TEST(WireFormat, AppendMessageLaysOutShortAndLongHeaders) {
   std::vector<std::byte> b;
-  wire::begin_buffer(b, 3);
+  wire::begin_buffer(b, 3, 0);
   std::byte* p1 = wire::append_message(b, 5, 10);
   std::memset(p1, 0x11, 10);
   EXPECT_EQ(wire::message_count(b), 1u);

@@ -1,0 +1,104 @@
+// --rill:trace on the local transport: a run of several ranks writes one trace (docs/tracing.md)
+// whose structure tests/support/trace_check.hpp checks; the checker itself catches broken traces.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "rill/rill.hpp"
+#include "test_argv.hpp"
+#include "trace_check.hpp"
+
+namespace {
+
+std::filesystem::path temp_trace(const char* name) {
+  return std::filesystem::temp_directory_path() / (std::string(name) + "." + std::to_string(getpid()) + ".json");
+}
+
+nlohmann::json load(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// Tasks on every rank that send to each other and wait (so fibers park), across 3 ranks with chaos.
+int traced_program(const std::filesystem::path& path, const std::string& chaos) {
+  rill_test::test_argv a(
+      rill_test::command_line("trace_test", {"--rill:transport=local", "--rill:ranks=3", "--rill:workers=2",
+                                             "--rill:chaos=" + chaos, "--rill:trace=" + path.string()}));
+  rill::runtime rt(a.argc, a.argv());
+  return rt.run([] {
+    std::atomic<int> done{0};
+    rill::finish([&] {
+      for (int i = 0; i < 60; ++i)
+        rill::async_at(i % rill::rank_n(), [] {
+          rill::finish([] {
+            for (int j = 0; j < 4; ++j) rill::async([] {});
+          });
+        });
+      rill::async([&] { done.fetch_add(1); });
+    });
+    rill::user_event e = rill::user_event::create();
+    rill::event later = rill::proc(1).spawn(rill::after(e), [] {});
+    e.trigger();
+    later.wait();
+    return done.load() == 1 ? 0 : 1;
+  });
+}
+
+TEST(RuntimeTrace, AMultiRankRunWritesOneWellFormedTrace) {
+  for (const char* chaos : {"0", "7"}) {
+    const auto path = temp_trace("rill_trace_test");
+    ASSERT_EQ(traced_program(path, chaos), 0);
+    ASSERT_TRUE(std::filesystem::exists(path)) << "chaos " << chaos;
+    for (int r = 0; r < 3; ++r)
+      EXPECT_FALSE(std::filesystem::exists(path.string() + ".part." + std::to_string(r))) << "parts are merged";
+    const auto s = rill_test::check_trace(load(path));
+    for (const auto& p : s.problems) ADD_FAILURE() << "chaos " << chaos << ": " << p;
+    EXPECT_EQ(s.ranks.size(), 3u);
+    for (long pid = 1; pid <= 3; ++pid) {
+      EXPECT_GT(s.tasks.at(pid), 0u) << "rank " << pid - 1 << " ran traced tasks";
+      EXPECT_GT(s.handlers.at(pid), 0u) << "rank " << pid - 1 << " ran traced handlers";
+    }
+    // Every async_at to another rank is a message whose send and handler are joined by an arrow.
+    EXPECT_GE(s.arrows, 40u);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(RuntimeTrace, WithoutTheOptionNothingIsWritten) {
+  const auto path = temp_trace("rill_trace_off");
+  rill_test::test_argv a(rill_test::command_line("trace_test", {"--rill:transport=local", "--rill:ranks=2"}));
+  rill::runtime rt(a.argc, a.argv());
+  EXPECT_EQ(rt.run([] {
+    rill::finish([] { rill::async_at(1, [] {}); });
+    return 0;
+  }),
+            0);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(TraceCheck, FindsAFlowWithoutItsEndAndSpansThatDoNotNest) {
+  nlohmann::json doc = {{"traceEvents",
+                         {{{"ph", "X"}, {"name", "task"}, {"pid", 1}, {"tid", 11}, {"ts", 1.0}, {"dur", 5.0}},
+                          {{"ph", "X"}, {"name", "task"}, {"pid", 1}, {"tid", 11}, {"ts", 2.0}, {"dur", 9.0}},
+                          {{"ph", "s"}, {"id", 4}, {"pid", 1}, {"tid", 11}, {"ts", 2.5}}}}};
+  const auto s = rill_test::check_trace(doc);
+  ASSERT_EQ(s.problems.size(), 2u);
+  EXPECT_NE(s.problems[0].find("flow 4: 1 start(s), 0 end(s)"), std::string::npos) << s.problems[0];
+  EXPECT_NE(s.problems[1].find("overlaps its enclosing span"), std::string::npos) << s.problems[1];
+}
+
+TEST(TraceCheck, FindsALaneGoingBackInTime) {
+  nlohmann::json doc = {{"traceEvents",
+                         {{{"ph", "i"}, {"name", "steal"}, {"pid", 1}, {"tid", 11}, {"ts", 3.0}},
+                          {{"ph", "i"}, {"name", "steal"}, {"pid", 1}, {"tid", 11}, {"ts", 2.0}}}}};
+  const auto s = rill_test::check_trace(doc);
+  ASSERT_EQ(s.problems.size(), 1u);
+  EXPECT_NE(s.problems[0].find("goes back in time"), std::string::npos);
+}
+
+}  // namespace
