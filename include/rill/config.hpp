@@ -33,6 +33,7 @@ struct config {
   std::int64_t inline_queue = 16;                      // a rill::may_inline task runs at once when this many are queued
   std::string event_graph;                             // record the event graph, write it as DOT here ("" = off)
   std::string trace;                                   // record a timeline, write it as Chrome JSON here ("" = off)
+  bool stats = false;                                  // print every layer's counters at the end of the run
   double hang_report_s = 30;                           // quiet seconds before a rank reports what it waits on (0 = off)
   steal_policy steal = steal_policy::random;           // how an idle rank picks a victim to steal async_any tasks from
   std::uint32_t steal_batch = 8;                       // the most tasks one steal takes

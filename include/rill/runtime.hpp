@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "rill/config.hpp"
 
@@ -77,5 +79,15 @@ struct rank_stats {
   std::uint64_t fibers_created = 0;
 };
 rank_stats stats();
+
+// One counter of the calling rank (the layer it belongs to, its name, its value).
+struct counter {
+  std::string layer;
+  std::string name;
+  std::uint64_t value = 0;
+};
+// Every counter of every layer of the calling rank, bottom up: what rank_stats, event_stats,
+// reservation_stats, steal_stats and gas::stats report, and what --rill:stats prints.
+std::vector<counter> counters();
 
 }  // namespace rill

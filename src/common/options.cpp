@@ -24,6 +24,7 @@ struct option_spec {
   const char* default_text;
   const char* meaning;
   setter set;
+  bool bare = false;  // may be given without a value (--rill:<name>), which the setter sees as ""
 };
 
 [[noreturn]] void bad_value(std::string_view name, std::string_view value, const char* expected) {
@@ -226,11 +227,24 @@ const std::vector<option_spec>& table() {
        [](parsed_options& o, std::string_view v) {
          o.cfg.gas_cache_entries = parse_number<std::size_t>("gas-cache-entries", v, 1, std::size_t{1} << 32);
        }},
+      {"stats", "off",
+       "on (or the bare flag): at the end of the run, print every layer's counters per rank on stderr "
+       "(rill::counters)",
+       [](parsed_options& o, std::string_view v) {
+         if (v.empty() || v == "on")
+           o.cfg.stats = true;
+         else if (v == "off")
+           o.cfg.stats = false;
+         else
+           bad_value("stats", v, "on or off");
+       },
+       true},
       {"help", "", "print this table and exit",
        [](parsed_options& o, std::string_view v) {
          if (!v.empty()) bad_value("help", v, "no value");
          o.help = true;
-       }},
+       },
+       true},
   };
   return specs;
 }
@@ -287,7 +301,7 @@ parsed_options parse_options(int& argc, char** argv) {
     const std::string_view name = arg.substr(0, eq);
     const std::string_view value = eq == std::string_view::npos ? std::string_view{} : arg.substr(eq + 1);
     const option_spec& s = find(name);
-    if (eq == std::string_view::npos && name != "help") {
+    if (eq == std::string_view::npos && !s.bare) {
       throw usage_error(fmt::format("--rill:{} needs a value (--rill:{}=...)", name, name));
     }
     s.set(o, value);

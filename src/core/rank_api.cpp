@@ -7,5 +7,6 @@ namespace rill {
 int rank_me() { return detail::current_messenger("rill::rank_me").id(); }
 int rank_n() { return detail::current_messenger("rill::rank_n").size(); }
 rank_stats stats() { return detail::current_core("rill::stats").stats(); }
+std::vector<counter> counters() { return detail::current_core("rill::counters").counters(); }
 
 }  // namespace rill

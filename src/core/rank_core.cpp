@@ -59,6 +59,31 @@ rill::rank_stats rank_core::stats() {
   return s;
 }
 
+std::vector<rill::counter> rank_core::counters() {
+  struct collect final : counter_report {
+    std::vector<rill::counter> list;
+    std::string_view layer;
+    void add(std::string_view name, std::uint64_t value) override {
+      list.push_back(rill::counter{std::string(layer), std::string(name), value});
+    }
+  } out;
+  const rill::rank_stats s = stats();
+  out.layer = "scheduler";
+  out.add("tasks_run", s.tasks_run);
+  out.add("steals", s.steals);
+  out.add("fibers_created", s.fibers_created);
+  out.layer = "messages";
+  out.add("messages_sent", s.messages_sent);
+  out.add("messages_handled", s.messages_handled);
+  out.add("buffers_sent", s.buffers_sent);
+  out.add("bytes_sent", s.bytes_sent);
+  for (rank_module* m : modules().in_order()) {
+    out.layer = m->layer();
+    m->report_counters(out);
+  }
+  return std::move(out.list);
+}
+
 rank_core& current_core(const char* what) {
   worker* w = current_worker();
   if (!w) throw_outside_worker(what);

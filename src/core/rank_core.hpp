@@ -41,6 +41,8 @@ class rank_core final : public rank_services {
   int exit_code() const { return exit_code_; }
   // The rank's counters, summed over its workers.
   rill::rank_stats stats();
+  // Every counter of the rank: the core's (scheduler, messages), then each module's in order.
+  std::vector<rill::counter> counters();
 
  private:
   const int id_;

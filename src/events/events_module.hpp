@@ -12,12 +12,24 @@ namespace rill::detail {
 class events_module final : public rank_module {
  public:
   events_module(int rank, int ranks, const rill::config& cfg)
-      : rank_module(idle_hook), table_(rank, ranks, cfg.workers) {
+      : rank_module("events", idle_hook), table_(rank, ranks, cfg.workers) {
     table_.trace().configure(cfg);
   }
   event_table& table() { return table_; }
   void on_idle(worker&) override {
     if (table_.trace().hang_watch_on()) table_.check_hang();
+  }
+  void report_counters(counter_report& out) override {
+    const rill::event_counts c = table_.counts();
+    out.add("slots", c.slots);
+    out.add("created", c.created);
+    out.add("untriggered", c.untriggered);
+    out.add("peak_untriggered", c.peak_untriggered);
+    out.add("retired_slots", c.retired_slots);
+    out.add("remote_slots", c.remote_slots);
+    out.add("subscriptions_sent", c.subscriptions_sent);
+    out.add("notifications_sent", c.notifications_sent);
+    out.add("triggers_sent", c.triggers_sent);
   }
 
  private:

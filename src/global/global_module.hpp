@@ -19,7 +19,8 @@ namespace rill::detail {
 class global_module final : public rank_module {
  public:
   global_module(int rank, int ranks, const rill::config& cfg)
-      : id_(rank),
+      : rank_module("global"),
+        id_(rank),
         size_(ranks),
         shared_segments_(cfg.shared_segments),
         every_tag_(cfg.tag_check == rill::tag_checks::every),
@@ -46,6 +47,7 @@ class global_module final : public rank_module {
   const std::vector<std::uintptr_t>& global_heap_bases() const { return global_heap_bases_; }
   // The global heap's allocator: on rank 0, else nullptr.
   symmetric_heap* global_heap() { return global_heap_.get(); }
+  void report_counters(counter_report& out) override;
 
  private:
   const int id_;

@@ -12,7 +12,7 @@ namespace rill::detail {
 
 class machine_module final : public rank_module {
  public:
-  explicit machine_module(std::shared_ptr<const rill::machine> m) : machine_(std::move(m)) {}
+  explicit machine_module(std::shared_ptr<const rill::machine> m) : rank_module("machine"), machine_(std::move(m)) {}
   const rill::machine& model() const { return *machine_; }
 
  private:

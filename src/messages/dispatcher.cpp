@@ -112,7 +112,7 @@ bool dispatcher::run_received(worker& w) {
     fiber->message_source = source;
     try {
       decoding = {this, &rb};
-      trace::scope<trace::kind::handler> traced(message_flow(source, id_, sequence), m.id,
+      trace::scope<trace::kind::handler> traced(m.control ? 0 : message_flow(source, id_, sequence), m.id,
                                                 static_cast<std::uint64_t>(source));
       handler_at(m.id)(m.payload, m.bytes);
       decoding = {};

@@ -17,7 +17,8 @@ class messenger final : public rank_module {
  public:
   // `pool` may be under construction (the rank core builds the messenger first).
   messenger(endpoint& ep, worker_pool& pool, const rill::config& cfg)
-      : ep_(ep),
+      : rank_module("messages"),
+        ep_(ep),
         id_(ep.rank()),
         size_(ep.size()),
         large_bytes_(cfg.large_bytes),

@@ -17,6 +17,7 @@
 #include "rill/launcher.hpp"
 #include "rill/task.hpp"
 #include "runtime/builtin_modules.hpp"
+#include "runtime/stats_report.hpp"
 #include "runtime/termination.hpp"
 #include "scheduler/deep_stack.hpp"
 #include "trace/recorder.hpp"
@@ -155,6 +156,15 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
   for (auto& rank : impl_->ranks) rank->pool().join();
   detail::withdraw_process_ranks();
   if (!impl_->traces.empty()) impl_->write_trace();
+  if (impl_->cfg.stats) {
+    std::vector<int> ids;
+    std::vector<std::vector<rill::counter>> counters;
+    for (auto& rank : impl_->ranks) {
+      ids.push_back(rank->id());
+      counters.push_back(rank->counters());
+    }
+    std::fputs(detail::format_counters(ids, counters).c_str(), stderr);
+  }
   if (!impl_->cfg.event_graph.empty()) {
     std::vector<const detail::event_trace*> traces;
     for (auto& rank : impl_->ranks) traces.push_back(&rank->modules().get<detail::events_module>().table().trace());

@@ -20,7 +20,7 @@ namespace rill::detail {
 
 class termination final : public rank_module {
  public:
-  explicit termination(rank_core& rank) : rank_module(idle_hook), rank_(rank) {}
+  explicit termination(rank_core& rank) : rank_module("runtime", idle_hook), rank_(rank) {}
 
   // Rank 0: the top-level task returned `code` (run), or rank `from` finished its spmd task.
   void top_level_done(int code);

@@ -11,16 +11,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
-
-namespace rill {
-struct rank_stats;
-}
 
 namespace rill::detail {
 
 class worker;
+
+// Where a module reports its counters (rill::counters, --rill:stats): one call per counter.
+class counter_report {
+ public:
+  virtual void add(std::string_view name, std::uint64_t value) = 0;
+
+ protected:
+  ~counter_report() = default;
+};
 
 class rank_module {
  public:
@@ -31,16 +37,21 @@ class rank_module {
     out_of_work_hook = 1,  // on_out_of_work: the worker found no task and no ready fiber
     idle_hook = 2,         // on_idle: the worker found nothing to do at all
   };
-  explicit rank_module(unsigned hooks = no_hooks) : hooks_(hooks) {}
+  // `layer`: the name its counters appear under (a string literal).
+  explicit rank_module(std::string_view layer, unsigned hooks = no_hooks) : layer_(layer), hooks_(hooks) {}
   virtual ~rank_module() = default;
   rank_module(const rank_module&) = delete;
   rank_module& operator=(const rank_module&) = delete;
 
+  std::string_view layer() const { return layer_; }
   unsigned hooks() const { return hooks_; }
   virtual void on_out_of_work(worker&) {}
   virtual void on_idle(worker&) {}
+  // Reports the module's counters; any thread, at any time.
+  virtual void report_counters(counter_report&) {}
 
  private:
+  const std::string_view layer_;
   const unsigned hooks_;
 };
 

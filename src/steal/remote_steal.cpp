@@ -17,7 +17,7 @@ constexpr std::uint64_t max_backoff_ns = 2'000'000;
 }  // namespace
 
 remote_steal::remote_steal(rank_core& rank, const rill::machine& machine, const rill::config& cfg)
-    : rank_module(out_of_work_hook | idle_hook),
+    : rank_module("steal", out_of_work_hook | idle_hook),
       rank_(rank),
       machine_(machine),
       policy_(cfg.steal),
@@ -132,6 +132,14 @@ rill::steal_counts remote_steal::counts() {
   c.tasks_stolen = tasks_stolen_.load(std::memory_order_relaxed);
   c.tasks_given = tasks_given_.load(std::memory_order_relaxed);
   return c;
+}
+
+void remote_steal::report_counters(counter_report& out) {
+  const rill::steal_counts c = counts();
+  out.add("requests_sent", c.requests_sent);
+  out.add("requests_empty", c.requests_empty);
+  out.add("tasks_stolen", c.tasks_stolen);
+  out.add("tasks_given", c.tasks_given);
 }
 
 void stealable_queued() { current_module<remote_steal>("rill::async_any").queued(); }

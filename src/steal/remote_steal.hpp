@@ -45,6 +45,7 @@ class remote_steal final : public rank_module {
   void on_reply(int victim, std::uint32_t given);
 
   rill::steal_counts counts();
+  void report_counters(counter_report& out) override;
 
  private:
   int pick_victim();

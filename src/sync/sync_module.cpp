@@ -15,8 +15,19 @@ void finish_task_failed(void* scope, std::exception_ptr error) {
 }  // namespace
 
 sync_module::sync_module(int rank, int ranks, worker_pool& pool, events_module& events)
-    : id_(rank), size_(ranks), events_(events.table()) {
+    : rank_module("sync"), id_(rank), size_(ranks), events_(events.table()) {
   pool.set_scope_hooks(task_scope_hooks{&release_finish_credit, &finish_task_failed});
+}
+
+void sync_module::report_counters(counter_report& out) {
+  const rill::reservation_counts c = reservations_.counts();
+  out.add("reservations_created", c.created);
+  out.add("reservations_known", c.known);
+  out.add("reservation_grants", c.grants);
+  out.add("reservation_requests_sent", c.requests_sent);
+  out.add("reservation_requests_forwarded", c.requests_forwarded);
+  out.add("reservation_transfers_sent", c.transfers_sent);
+  out.add("reservation_transfers_received", c.transfers_received);
 }
 
 }  // namespace rill::detail

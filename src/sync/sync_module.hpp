@@ -29,6 +29,7 @@ class sync_module final : public rank_module {
   promise_pins& promises() { return promises_; }
   lco_table& lcos() { return lcos_; }
   team_table& teams() { return teams_; }
+  void report_counters(counter_report& out) override;
 
  private:
   const int id_;

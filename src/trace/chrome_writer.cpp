@@ -90,27 +90,35 @@ void chrome_writer::lane(std::uint32_t rank, std::uint32_t lane, std::string_vie
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return starts_earlier(records[a], records[b]); });
 
+  std::vector<std::uint64_t> open_ends;  // of the spans around the record being written, innermost last
   for (const std::size_t index : order) {
     if (out_.size() >= flush_bytes) flush();
     const record& r = records[index];
     const std::int64_t time_ns = static_cast<std::int64_t>(r.start_ns) + clock_offset_ns - origin_ns_;
-    write_record(r, time_ns, rank, lane);
-    if (r.flow == 0) continue;
+    while (!open_ends.empty() && open_ends.back() <= r.start_ns) open_ends.pop_back();
     const arrow_end probe{{rank, lane, index}, 0, r.what, false};
-    const auto [first, last] = std::equal_range(arrows.begin(), arrows.end(), probe,
-                                                [](const auto& a, const auto& b) { return a.at.index < b.at.index; });
+    const auto [first, last] =
+        r.flow == 0 ? std::pair(arrows.end(), arrows.end())
+                    : std::equal_range(arrows.begin(), arrows.end(), probe,
+                                       [](const auto& a, const auto& b) { return a.at.index < b.at.index; });
+    // An arrow leaves from the slice around its start; an instant outside every slice (a send from
+    // the scheduling loop, not from a task or handler) becomes a slice of its own, 1 ns long.
+    write_record(r, time_ns, rank, lane, first != last && !is_span(r.what) && open_ends.empty());
+    if (is_span(r.what)) open_ends.push_back(r.end_ns);
     for (auto a = first; a != last; ++a) write_arrow(*a, time_ns, rank, lane);
   }
 }
 
-void chrome_writer::write_record(const record& r, std::int64_t time_ns, std::uint32_t rank, std::uint32_t lane) {
+void chrome_writer::write_record(const record& r, std::int64_t time_ns, std::uint32_t rank, std::uint32_t lane,
+                                 bool as_slice) {
   const kind_info& k = info(r.what);
+  const bool slice = k.shape == shape::span || as_slice;
   start_event();
   // An instant is drawn on its thread's timeline ("s":"t"), not across the process or trace.
   fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"{}\""), k.name,
-                 k.category, k.shape == shape::span ? "X" : "i\",\"s\":\"t");
+                 k.category, slice ? "X" : "i\",\"s\":\"t");
   write_time("ts", time_ns);
-  if (k.shape == shape::span) write_time("dur", static_cast<std::int64_t>(r.end_ns - r.start_ns));
+  if (slice) write_time("dur", k.shape == shape::span ? static_cast<std::int64_t>(r.end_ns - r.start_ns) : 1);
   write_thread(rank, lane);
   if (!k.arg0.empty() || !k.arg1.empty()) {
     out_.append(std::string_view(",\"args\":{"));

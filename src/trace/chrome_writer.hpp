@@ -40,7 +40,8 @@ class chrome_writer {
   void start_event();
   void write_time(std::string_view key, std::int64_t ns);
   void write_thread(std::uint32_t rank, std::uint32_t lane);
-  void write_record(const record& r, std::int64_t time_ns, std::uint32_t rank, std::uint32_t lane);
+  // An instant `as_slice` is written as a 1 ns slice (so that an arrow can leave from it).
+  void write_record(const record& r, std::int64_t time_ns, std::uint32_t rank, std::uint32_t lane, bool as_slice);
   void write_arrow(const arrow_end& a, std::int64_t time_ns, std::uint32_t rank, std::uint32_t lane);
   void flush();
 

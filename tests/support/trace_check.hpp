@@ -37,6 +37,7 @@ inline trace_summary check_trace(const nlohmann::json& doc) {
   // Per lane (pid, tid): the spans in file order, and the last time seen.
   std::map<std::pair<long, long>, std::vector<std::pair<double, double>>> spans;
   std::map<std::pair<long, long>, double> last_start;
+  std::vector<std::pair<std::pair<long, long>, double>> flow_starts;  // where each arrow leaves
   for (const auto& e : doc["traceEvents"]) {
     const std::string ph = e.value("ph", "");
     const long pid = e.value("pid", -1L);
@@ -50,6 +51,7 @@ inline trace_summary check_trace(const nlohmann::json& doc) {
     const auto lane = std::make_pair(pid, tid);
     if (ph == "s") {
       ++starts[e.value("id", std::uint64_t{0})];
+      flow_starts.emplace_back(lane, ts);
     } else if (ph == "f") {
       ++ends[e.value("id", std::uint64_t{0})];
       continue;  // bound to the span before it, at that span's start: not a new point in time
@@ -72,6 +74,13 @@ inline trace_summary check_trace(const nlohmann::json& doc) {
   for (const auto& [id, n] : ends)
     if (!starts.count(id)) problem(fmt::format("flow {}: {} end(s) and no start", id, n));
   s.arrows = starts.size();
+  // An arrow leaves from inside a slice of its lane (Perfetto drops it otherwise).
+  for (const auto& [lane, ts] : flow_starts) {
+    const auto& list = spans[lane];
+    if (std::none_of(list.begin(), list.end(),
+                     [&](const auto& span) { return span.first <= ts + 0.0015 && ts <= span.second + 0.0015; }))
+      problem(fmt::format("lane {}/{}: an arrow leaves at {}, outside every slice", lane.first, lane.second, ts));
+  }
   // Spans of one lane nest: each starts after its enclosing span and ends before it does.
   constexpr double slack = 0.0015;  // the file's microseconds carry three decimals
   for (const auto& [lane, list] : spans) {

@@ -25,7 +25,7 @@ const char* const all_names[] = {"ranks",        "workers",     "transport",    
                                  "agg-age-us",   "large-bytes", "queue-buffers",   "chaos",     "log",
                                  "idle-poll-us", "event-graph", "hang-report-s",   "steal",     "steal-batch",
                                  "segment",      "global-heap", "shared-segments", "gas-cache", "gas-cache-entries",
-                                 "tag-checks",   "node-ring",   "inline-queue",    "trace"};
+                                 "tag-checks",   "node-ring",   "inline-queue",    "trace",     "stats"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -314,6 +314,19 @@ TEST_F(Options, Trace) {
   EXPECT_EQ(parse(c).cfg.trace, "t.json");
   expect_usage_error("--rill:trace=", "trace");
   expect_usage_error("--rill:trace", "trace");
+}
+
+TEST_F(Options, Stats) {
+  args a{"prog", "--rill:stats"};
+  EXPECT_TRUE(parse(a).cfg.stats);
+  args b{"prog", "--rill:stats=off"};
+  EXPECT_FALSE(parse(b).cfg.stats);
+  args c{"prog"};
+  EXPECT_FALSE(parse(c).cfg.stats);
+  setenv("RILL_STATS", "on", 1);
+  args d{"prog"};
+  EXPECT_TRUE(parse(d).cfg.stats);
+  expect_usage_error("--rill:stats=yes", "stats");
 }
 
 TEST_F(Options, EventGraphAndHangReport) {
