@@ -11,7 +11,7 @@
 #include "rill/config.hpp"
 #include "rill/runtime.hpp"
 #include "scheduler/rank_services.hpp"
-#include "scheduler/worker.hpp"
+#include "scheduler/worker_pool.hpp"
 #include "transport/transport.hpp"
 
 namespace rill::detail {

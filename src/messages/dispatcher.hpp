@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "messages/aggregator.hpp"
-#include "scheduler/worker.hpp"
+#include "scheduler/worker_pool.hpp"
 #include "transport/transport.hpp"
 
 namespace rill::detail {

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "messages/buffer_sink.hpp"
-#include "scheduler/worker.hpp"
+#include "scheduler/worker_pool.hpp"
 #include "transport/transport.hpp"
 
 namespace rill::detail {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "scheduler/rank_modules.hpp"
-#include "scheduler/worker.hpp"
+#include "scheduler/worker_pool.hpp"
 
 namespace rill::detail {
 

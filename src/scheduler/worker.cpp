@@ -1,12 +1,9 @@
 #include "scheduler/worker.hpp"
 
-#include <pthread.h>
+#include "scheduler/worker_pool.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <exception>
-#include <semaphore>
-#include <string>
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
@@ -506,141 +503,6 @@ void worker::thread_main() {
   mark_idle();
   trace::rank_trace::detach_thread();
   tls_worker = nullptr;
-}
-
-// ---- the pool ----------------------------------------------------------------------------
-
-worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us,
-                         std::int64_t inline_queue)
-    : services_(services), idle_poll_ns_(idle_poll_us * 1000) {
-  for (int i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker>(*this, i, stack_bytes, inline_queue));
-}
-
-worker_pool::~worker_pool() {
-  for (task_record* t : injected_) delete t;
-}
-
-void worker_pool::start(int rank) {
-  for (auto& w : workers_) {
-    worker* raw = w.get();
-    raw->thread_ = std::thread([raw, rank] {
-      const std::string name = "rill-r" + std::to_string(rank) + "w" + std::to_string(raw->index());
-      pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-      raw->thread_main();
-    });
-  }
-}
-
-void worker_pool::join() {
-  for (auto& w : workers_)
-    if (w->thread_.joinable()) w->thread_.join();
-}
-
-void worker_pool::inject(task_record* t) {
-  {
-    std::lock_guard g(inject_lock_);
-    injected_.push_back(t);
-    has_injected_.store(true, std::memory_order_release);
-  }
-  notify_all();
-}
-
-task_record* worker_pool::take_injected() {
-  if (!has_injected_.load(std::memory_order_acquire)) return nullptr;
-  std::lock_guard g(inject_lock_);
-  if (injected_.empty()) return nullptr;
-  task_record* t = injected_.front();
-  injected_.erase(injected_.begin());
-  has_injected_.store(!injected_.empty(), std::memory_order_release);
-  return t;
-}
-
-task_record* worker_pool::steal_for(int thief) {
-  const int n = size();
-  for (int k = 1; k < n; ++k) {
-    if (task_record* t = workers_[static_cast<std::size_t>((thief + k) % n)]->steal()) return t;
-  }
-  return nullptr;
-}
-
-bool worker_pool::has_work() const {
-#if !RILL_TSAN  // (under TSan notify() pairs with the announcement through an RMW instead)
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // after the sleeper's announcement
-#endif
-  if (has_injected_.load(std::memory_order_seq_cst) || services_.has_input()) return true;
-  for (const auto& w : workers_)
-    if (w->has_local_work()) return true;
-  return false;
-}
-
-bool worker_pool::quiet() const {
-  if (active.load(std::memory_order_seq_cst) != 0) return false;
-  if (has_injected_.load(std::memory_order_acquire)) return false;
-  for (const auto& w : workers_)
-    if (w->has_local_work()) return false;
-  return active.load(std::memory_order_seq_cst) == 0;
-}
-
-void worker_pool::notify_all() {
-  std::lock_guard g(sleep_lock_);
-  ++wake_epoch_;
-  sleep_cv_.notify_all();
-}
-
-void worker_pool::sleep(bool must_poll, int& backoff) {
-  // Polling ranks back off from 20 us to 1 ms between polls; others sleep until notified. Work that
-  // arrived just before the sleeper announced itself (so its notify() saw no sleeper) is found by
-  // the check for work after the announcement; the time limit is a last resort.
-  using namespace std::chrono;
-  const auto limit = must_poll ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
-  std::unique_lock g(sleep_lock_);
-  const std::uint64_t epoch = wake_epoch_;
-  sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  sleep_cv_.wait_for(g, limit, [&] { return wake_epoch_ != epoch || services_.stopping() || has_work(); });
-  sleepers_.fetch_sub(1, std::memory_order_relaxed);
-  ++backoff;
-}
-
-// ---- waiting --------------------------------------------------------------------------------
-
-namespace {
-thread_local std::binary_semaphore* tls_sem = nullptr;
-std::binary_semaphore& thread_semaphore() {
-  thread_local std::binary_semaphore sem{0};
-  tls_sem = &sem;
-  return sem;
-}
-}  // namespace
-
-bool in_task() { return tls_worker != nullptr; }
-
-void prepare_wait(waiter& w) {
-  if (worker* me = tls_worker) {
-    w.owner = me;
-    w.fiber = me->current_fiber();
-    w.thread_sem = nullptr;
-  } else {
-    w.owner = nullptr;
-    w.thread_sem = &thread_semaphore();
-  }
-}
-
-void park(waiter& w) {
-  if (w.owner) {
-    static_cast<worker*>(w.owner)->park(w);
-  } else {
-    static_cast<std::binary_semaphore*>(w.thread_sem)->acquire();
-  }
-}
-
-void wake(waiter* w) {
-  if (w->owner) {
-    auto* owner = static_cast<worker*>(w->owner);
-    auto* f = static_cast<fiber_rec*>(w->fiber);
-    owner->make_ready(f);
-  } else {
-    static_cast<std::binary_semaphore*>(w->thread_sem)->release();
-  }
 }
 
 }  // namespace rill::detail

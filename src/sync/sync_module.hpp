@@ -6,7 +6,7 @@
 #include "events/events_module.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/rank_modules.hpp"
-#include "scheduler/worker.hpp"
+#include "scheduler/worker_pool.hpp"
 #include "sync/barrier.hpp"
 #include "sync/finish_table.hpp"
 #include "sync/lco_table.hpp"

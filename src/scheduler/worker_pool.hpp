@@ -1,0 +1,107 @@
+// The workers of one rank: starting and joining them, tasks injected from other threads, stealing
+// among them, and how idle ones sleep and are woken.
+//
+// The sleep/wake protocol, in short (scheduler/README.md has the whole argument): an idle worker
+// announces itself in sleepers_ under sleep_lock_, checks for work once more, and waits on the
+// condition variable with a time limit. A waker makes its work visible, then (notify) a seq_cst
+// fence and a load of sleepers_: either the sleeper's check sees the work or the waker sees the
+// sleeper and bumps wake_epoch_ under the lock. Work a worker pushes on its own deque skips the
+// fence (notify_spawned): a sleeper may then miss it and sleep out its limit, but the task is never
+// lost, since its worker runs it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "rill/detail/task_record.hpp"
+#include "scheduler/rank_services.hpp"
+#include "scheduler/worker.hpp"
+#include "trace/recorder.hpp"
+
+namespace rill::detail {
+
+// What the layer that defines task scopes (sync: finish) does with a scope the scheduler only
+// carries as an opaque pointer (task_record::scope, held_credit).
+struct task_scope_hooks {
+  // Gives back `units` of a scope's count that a worker held (worker::held_credit).
+  void (*release_credit)(void* scope, std::int64_t units);
+  // A task of `scope` threw `error`: the scope learns it, and the task ended.
+  void (*task_failed)(void* scope, std::exception_ptr error);
+};
+
+// The workers of one rank, how they steal from each other, and how idle ones sleep.
+class worker_pool {
+ public:
+  worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us,
+              std::int64_t inline_queue);
+  ~worker_pool();
+
+  void start(int rank);  // launches the worker threads
+  void join();
+
+  int size() const { return static_cast<int>(workers_.size()); }
+  worker& at(int i) { return *workers_[static_cast<std::size_t>(i)]; }
+  rank_services& services() { return services_; }
+  // Set once, before the workers start, by the layer whose tasks have scopes.
+  void set_scope_hooks(const task_scope_hooks& hooks) { scope_hooks_ = hooks; }
+  const task_scope_hooks& scope_hooks() const { return scope_hooks_; }
+  // Where the workers record with --rill:trace (nullptr: they do not); set before start().
+  void set_trace(trace::rank_trace* t) { trace_ = t; }
+  trace::rank_trace* trace() const { return trace_; }
+  std::uint64_t idle_poll_ns() const { return idle_poll_ns_; }
+
+  // A task from a thread that is not one of this rank's workers.
+  void inject(task_record* t);
+  task_record* take_injected();
+  bool has_injected() const { return has_injected_.load(std::memory_order_acquire); }
+  task_record* steal_for(int thief);
+
+  // True when no worker runs anything and no task or ready fiber is queued. Call from an idle worker.
+  bool quiet() const;
+  // True when a task, a woken fiber or received data is waiting for some worker.
+  bool has_work() const;
+  // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
+  void notify() {
+    // Pairs with the sleeper's seq_cst increment of sleepers_ and its check for work: either the
+    // sleeper sees the work, or this sees the sleeper.
+#if RILL_TSAN
+    // ThreadSanitizer does not support fences; an RMW on sleepers_ orders the same way.
+    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) notify_all();
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
+#endif
+  }
+  // notify() for a task a worker pushed onto its own deque, without the fence. A sleeper that
+  // announced itself just as the push was made may miss it and sleep out its time limit (20 us to
+  // 5 ms); the task is never lost: its worker runs it when nobody steals it. The fence cost 2 % of
+  // a UTS traversal on 2 workers (as TBB argues for its spawns: parallelism is offered, not promised).
+  void notify_spawned() {
+    if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
+  }
+  void notify_all();
+  void sleep(bool must_poll, int& backoff);
+
+  std::atomic<int> active{0};
+
+ private:
+  rank_services& services_;
+  task_scope_hooks scope_hooks_{};
+  trace::rank_trace* trace_ = nullptr;
+  std::vector<std::unique_ptr<worker>> workers_;
+  const std::uint64_t idle_poll_ns_;
+  std::mutex inject_lock_;
+  std::vector<task_record*> injected_;
+  std::atomic<bool> has_injected_{false};
+  std::mutex sleep_lock_;
+  std::condition_variable sleep_cv_;
+  std::atomic<int> sleepers_{0};
+  std::uint64_t wake_epoch_ = 0;  // guarded by sleep_lock_
+};
+
+}  // namespace rill::detail
