@@ -441,6 +441,58 @@ TEST_F(Options, BadEnvironmentValuesThrow) {
   EXPECT_THROW(parse(b), usage_error);
 }
 
+// Each default is written once, in rill::config: --rill:help shows what config{} holds, layer by
+// layer, and what it shows parses back to that default.
+TEST_F(Options, HelpShowsTheDefaultsOfConfigByLayer) {
+  const std::string help = options_help();
+  std::size_t at = 0;
+  for (const char* layer : {"transport:", "scheduler:", "messages:", "events:", "global:", "steal:", "runtime:"}) {
+    const std::size_t found = help.find(std::string("\n") + layer + "\n", at);
+    ASSERT_NE(found, std::string::npos) << layer << " missing or out of order in:\n" << help;
+    at = found + 1;
+  }
+  auto shown = [&](const std::string& name) {
+    const std::size_t line = help.find("--rill:" + name + " ");
+    std::string rest = help.substr(line + 7 + name.size());
+    rest.erase(0, rest.find_first_not_of(' '));
+    return rest.substr(0, rest.find(' '));
+  };
+  EXPECT_EQ(shown("agg-bytes"), "4KiB");
+  EXPECT_EQ(shown("segment"), "128MiB");
+  EXPECT_EQ(shown("steal"), "random");
+  EXPECT_EQ(shown("stats"), "off");
+  std::vector<std::string> words{"prog"};
+  for (const char* n : {"ranks", "stack", "agg-bytes", "agg-age-us", "large-bytes", "queue-buffers", "node-ring",
+                        "chaos", "log", "idle-poll-us", "inline-queue", "hang-report-s", "steal", "steal-batch",
+                        "segment", "shared-segments", "gas-cache", "gas-cache-entries", "stats"})
+    words.push_back(std::string("--rill:") + n + "=" + shown(n));
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(words.size());
+  const rill::config parsed = parse_options(argc, argv.data()).cfg;
+  const rill::config d;
+  EXPECT_EQ(parsed.ranks, d.ranks);
+  EXPECT_EQ(parsed.stack_bytes, d.stack_bytes);
+  EXPECT_EQ(parsed.agg_bytes, d.agg_bytes);
+  EXPECT_EQ(parsed.agg_age_us, d.agg_age_us);
+  EXPECT_EQ(parsed.large_bytes, d.large_bytes);
+  EXPECT_EQ(parsed.queue_buffers, d.queue_buffers);
+  EXPECT_EQ(parsed.node_ring_bytes, d.node_ring_bytes);
+  EXPECT_EQ(parsed.chaos, d.chaos);
+  EXPECT_EQ(parsed.log, d.log);
+  EXPECT_EQ(parsed.idle_poll_us, d.idle_poll_us);
+  EXPECT_EQ(parsed.inline_queue, d.inline_queue);
+  EXPECT_EQ(parsed.hang_report_s, d.hang_report_s);
+  EXPECT_EQ(parsed.steal, d.steal);
+  EXPECT_EQ(parsed.steal_batch, d.steal_batch);
+  EXPECT_EQ(parsed.segment_bytes, d.segment_bytes);
+  EXPECT_EQ(parsed.shared_segments, d.shared_segments);
+  EXPECT_EQ(parsed.gas_cache, d.gas_cache);
+  EXPECT_EQ(parsed.gas_cache_entries, d.gas_cache_entries);
+  EXPECT_EQ(parsed.stats, d.stats);
+}
+
 TEST_F(Options, HelpVariableIsIgnored) {
   setenv("RILL_HELP", "1", 1);
   args a{"prog"};
