@@ -30,7 +30,6 @@ void rank_core::modules_ready() {
 }
 
 void rank_core::on_out_of_work(worker& w) {
-  msgr_.agg().flush_all();
   for (rank_module* m : out_of_work_hooks_) m->on_out_of_work(w);
 }
 

@@ -36,8 +36,9 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     pending_large.reserve(wire::buffer_header_bytes + 8 + bytes);
     const std::uint32_t sequence = take_single_sequence(dest);
     wire::begin_buffer(pending_large, static_cast<std::uint32_t>(self_), sequence);
-    trace::instant<trace::kind::message_send>(traced_flow(self_, dest, sequence, id), static_cast<std::uint64_t>(dest),
-                                              bytes);
+    if (trace::enabled()) [[unlikely]]
+      trace::instant<trace::kind::message_send>(traced_flow(self_, dest, sequence, id),
+                                                static_cast<std::uint64_t>(dest), bytes);
     return wire::append_message(pending_large, id, bytes);
   }
   queue& q = queues_[static_cast<std::size_t>(dest)];
@@ -64,8 +65,9 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     std::byte* payload = wire::write_message_header(q.buf.data(), q.used, id, bytes);
     q.used += need;
     const std::uint32_t sequence = q.next_sequence++;
-    trace::instant<trace::kind::message_send>(traced_flow(self_, dest, sequence, id), static_cast<std::uint64_t>(dest),
-                                              bytes);
+    if (trace::enabled()) [[unlikely]]
+      trace::instant<trace::kind::message_send>(traced_flow(self_, dest, sequence, id),
+                                                static_cast<std::uint64_t>(dest), bytes);
     return payload;
   }
 }

@@ -112,9 +112,11 @@ bool dispatcher::run_received(worker& w) {
     fiber->message_source = source;
     try {
       decoding = {this, &rb};
-      trace::scope<trace::kind::handler> traced(m.control ? 0 : message_flow(source, id_, sequence), m.id,
-                                                static_cast<std::uint64_t>(source));
+      const std::uint64_t traced_start = trace::span_begin();
       handler_at(m.id)(m.payload, m.bytes);
+      if (traced_start) [[unlikely]]
+        trace::span_end<trace::kind::handler>(traced_start, m.control ? 0 : message_flow(source, id_, sequence), m.id,
+                                              static_cast<std::uint64_t>(source));
       decoding = {};
     } catch (const rill::decode_error& e) {
       fatal("corrupt message from rank {} to rank {} (handler {} '{}'): {}", source, id_, m.id, handler_name(m.id),

@@ -17,7 +17,7 @@ class messenger final : public rank_module {
  public:
   // `pool` may be under construction (the rank core builds the messenger first).
   messenger(endpoint& ep, worker_pool& pool, const rill::config& cfg)
-      : rank_module("messages"),
+      : rank_module("messages", out_of_work_hook),
         ep_(ep),
         id_(ep.rank()),
         size_(ep.size()),
@@ -47,6 +47,9 @@ class messenger final : public rank_module {
   // Received data may be waiting that only polling notices, or buffers wait to leave.
   bool must_poll() const { return ep_.needs_polling() || agg_.any_buffered(); }
   bool has_input() const { return ep_.has_input(); }
+  // Aggregation's flush on idle: a worker found no work, so whatever this rank buffered leaves now
+  // (a lone request must not wait for the age threshold).
+  void on_out_of_work(worker&) override { agg_.flush_all(); }
 
  private:
   endpoint& ep_;
@@ -58,7 +61,18 @@ class messenger final : public rank_module {
   dispatcher dispatch_;
 };
 
+// The messenger of the rank whose worker runs this thread, once the thread has asked for it: every
+// send asks, so it is found by one thread-local load (a worker never changes rank, and each rank's
+// workers are threads of their own).
+extern constinit thread_local messenger* tls_messenger;
+
 // The calling worker's rank's messenger; throws rill::misuse_error naming `what` elsewhere.
-inline messenger& current_messenger(const char* what) { return current_module<messenger>(what); }
+inline messenger& current_messenger(const char* what) {
+  if (messenger* m = tls_messenger) [[likely]]
+    return *m;
+  messenger& m = current_module<messenger>(what);
+  tls_messenger = &m;
+  return m;
+}
 
 }  // namespace rill::detail

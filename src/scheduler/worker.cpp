@@ -250,7 +250,7 @@ void worker::loop() {
   }
 }
 
-void worker::run_task(task_record* t) {
+void worker::run_task_traced(task_record* t) {
   fiber_rec* const running = current_;
   // The stretch of a task this one runs nested in (help_scope, inline) goes on around it.
   const std::uint64_t outer_start = running->trace_task_start;
@@ -260,7 +260,7 @@ void worker::run_task(task_record* t) {
   running->trace_task_start = outer_start;
 }
 
-void worker::run_task_body(task_record* t) {
+inline void worker::run_task_body(task_record* t) {
   void* const scope = t->scope;
   if (credit_.units && scope != credit_.scope) return_credit();
   if (!scope) {
@@ -437,17 +437,13 @@ void worker::park(waiter& w) {
   suspend_to(self, next);
 }
 
-void worker::suspend_to(fiber_rec* self, fiber_rec* next) {
-  if (trace::enabled()) [[unlikely]] {
-    if (self->trace_task_start) trace::span_end<trace::kind::task>(self->trace_task_start);
-    trace::instant<trace::kind::fiber_park>();
-  }
+void worker::suspend_traced(fiber_rec* self, fiber_rec* next) {
+  if (self->trace_task_start) trace::span_end<trace::kind::task>(self->trace_task_start);
+  trace::instant<trace::kind::fiber_park>();
   current_ = next;
   switch_fiber(self, next);
-  if (trace::enabled()) [[unlikely]] {
-    trace::instant<trace::kind::fiber_resume>();
-    if (self->trace_task_start) self->trace_task_start = trace::span_begin();
-  }
+  trace::instant<trace::kind::fiber_resume>();
+  if (self->trace_task_start) self->trace_task_start = trace::span_begin();
 }
 
 void worker::yield() {
@@ -485,7 +481,10 @@ bool worker::progress_and_release() {
 
 void worker::thread_main() {
   tls_worker = this;
-  if (trace::rank_trace* t = pool_.trace()) t->attach_thread(index_);
+  if (trace::rank_trace* t = pool_.trace()) {
+    t->attach_thread(index_);
+    traced_ = true;
+  }
   init_thread_fiber(main_);
   current_ = &main_;
   fiber_rec* first = new_fiber();

@@ -111,9 +111,17 @@ class worker {
   [[noreturn]] void fiber_body(fiber_rec* self);
   void reclaim_ended();
   void loop();
-  void run_task(task_record* t);       // traced as a task span
-  void run_task_body(task_record* t);  // the task itself
-  void return_task(task_record* t);    // any thread
+  // Runs a task (traced as a task span when the worker records); the test of traced_ is the only
+  // cost of tracing when it is off.
+  void run_task(task_record* t) {
+    if (traced_) [[unlikely]]
+      run_task_traced(t);
+    else
+      run_task_body(t);
+  }
+  void run_task_body(task_record* t);
+  [[gnu::noinline]] void run_task_traced(task_record* t);
+  void return_task(task_record* t);  // any thread
   fiber_rec* take_ready();
   void push_local(fiber_rec* f);
   fiber_rec* spare_fiber();
@@ -129,9 +137,17 @@ class worker {
   // One scheduling step of a task run nested in the running fiber (help_scope, inline tasks): on
   // every poll_every-th, a trip through the scheduling loop and back.
   void step_nested();
-  // Switches from the running fiber `self` to `next`, ending self's traced task stretch first and
-  // starting another when self runs again.
-  void suspend_to(fiber_rec* self, fiber_rec* next);
+  // Switches from the running fiber `self` to `next`; when the worker records, ending self's task
+  // stretch first and starting another when self runs again.
+  void suspend_to(fiber_rec* self, fiber_rec* next) {
+    if (traced_) [[unlikely]] {
+      suspend_traced(self, next);
+      return;
+    }
+    current_ = next;
+    switch_fiber(self, next);
+  }
+  [[gnu::noinline]] void suspend_traced(fiber_rec* self, fiber_rec* next);
   // True when the running fiber has a whole task's stack, and `extra` bytes, free below the
   // caller's frame (a thread's own stack always has).
   bool stack_room(std::size_t extra = 0) const;
@@ -165,6 +181,7 @@ class worker {
   held_credit credit_;
   bool poll_due_ = false;  // the loop polls the network before it resumes another fiber
   bool active_ = false;
+  bool traced_ = false;  // this worker records into its rank's trace (--rill:trace)
   std::thread thread_;
 };
 
