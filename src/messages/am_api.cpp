@@ -26,7 +26,7 @@ std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes) {
   return m.agg().reserve(dest, static_cast<std::uint16_t>(id), bytes);
 }
 
-void am_commit(int dest) { tls_messenger->agg().commit(dest); }  // am_reserve found it
+void am_commit(int dest) { tls_module<messenger>->agg().commit(dest); }  // am_reserve found it
 
 void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
   static_assert(am_payload_offset == wire::single_prefix_bytes);

@@ -10,8 +10,6 @@
 
 namespace rill::detail {
 
-constinit thread_local messenger* tls_messenger = nullptr;
-
 // A message's length travels as 32 bits (wire_format.hpp), and a transport may carry less (MPI
 // counts an int of bytes).
 std::size_t messenger::max_payload() const {

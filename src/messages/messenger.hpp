@@ -61,18 +61,7 @@ class messenger final : public rank_module {
   dispatcher dispatch_;
 };
 
-// The messenger of the rank whose worker runs this thread, once the thread has asked for it: every
-// send asks, so it is found by one thread-local load (a worker never changes rank, and each rank's
-// workers are threads of their own).
-extern constinit thread_local messenger* tls_messenger;
-
 // The calling worker's rank's messenger; throws rill::misuse_error naming `what` elsewhere.
-inline messenger& current_messenger(const char* what) {
-  if (messenger* m = tls_messenger) [[likely]]
-    return *m;
-  messenger& m = current_module<messenger>(what);
-  tls_messenger = &m;
-  return m;
-}
+inline messenger& current_messenger(const char* what) { return current_module<messenger>(what); }
 
 }  // namespace rill::detail
