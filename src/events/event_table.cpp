@@ -212,7 +212,8 @@ void event_table::trigger(event e, poison_ptr cause) {
 }
 
 void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from) {
-  trace::instant<trace::kind::event_trigger>(0, static_cast<std::uint64_t>(me_), index);
+  const std::uint64_t flow = trace::enabled() ? trace::event_flow(trace::event_id(me_, index, gen)) : 0;
+  trace::instant<trace::kind::event_trigger>(flow, static_cast<std::uint64_t>(me_), index);
   if (trace_.graph_on())
     trace_.record_trigger(event::from_parts(static_cast<std::uint32_t>(me_), index, gen), from < 0 ? me_ : from, cause);
   owned_slot* s = find_slot(index);
@@ -280,6 +281,7 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   for (int r : subscribers) send_notify(r, index, gen, wire);
   if (const std::size_t sent = subscribers.size() + (first >= 0 ? 1 : 0))
     count_sent(&sent_counts::notifications, sent);  // (most triggers notify nobody: no count)
+  trace::releasing released_by(flow);
   fire_waiters(waiters);
 }
 
@@ -507,6 +509,8 @@ void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through
       }
     }
   }
+  // The tasks these waiters release end the arrows of the owner's trigger.
+  trace::releasing released_by(trace::enabled() ? trace::event_flow(trace::event_id(owner, slot, through)) : 0);
   fire_waiters(ready);
 }
 

@@ -8,6 +8,7 @@
 #include "rill/task.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/worker.hpp"
+#include "trace/hooks.hpp"
 
 namespace rill::detail {
 
@@ -20,7 +21,12 @@ task_record* task_allocate() {
   return new task_record;
 }
 
-void task_submit(task_record* t) { current_worker()->push(t); }
+void task_submit(task_record* t) {
+  worker* w = current_worker();
+  if (w->traced()) [[unlikely]]
+    if (const std::uint64_t flow = trace::tls_releasing_flow) w->pool().trace()->note_released(t, flow);
+  w->push(t);
+}
 
 bool inline_task_begin(std::size_t callable_bytes) {
   worker* w = current_worker();

@@ -254,9 +254,10 @@ void worker::run_task_traced(task_record* t) {
   fiber_rec* const running = current_;
   // The stretch of a task this one runs nested in (help_scope, inline) goes on around it.
   const std::uint64_t outer_start = running->trace_task_start;
+  const std::uint64_t released_by = pool_.trace()->take_released(t);  // (t is freed by the task's end)
   running->trace_task_start = trace::span_begin();
   run_task_body(t);
-  trace::span_end<trace::kind::task>(running->trace_task_start);
+  trace::span_end<trace::kind::task>(running->trace_task_start, released_by);
   running->trace_task_start = outer_start;
 }
 

@@ -103,6 +103,8 @@ class worker {
   void make_ready(fiber_rec* f);
   bool has_local_work() const;
   fiber_rec* current_fiber() const { return current_; }
+  // Whether this worker records into its rank's trace (--rill:trace).
+  bool traced() const { return traced_; }
 
   void thread_main();  // body of the worker's OS thread
 

@@ -43,6 +43,36 @@ constexpr std::uint64_t event_flow(std::uint64_t event_id) {
 // True when the calling thread records, for work done only to build a hook's arguments.
 inline bool enabled() { return tls_recorder != nullptr; }
 
+// The flow of an event (owner, slot, generation) for event_flow: the owner modulo 2^10 and the
+// slot modulo 2^20 and generation modulo 2^32, enough to tell apart the triggers of one trace.
+constexpr std::uint64_t event_id(int owner, std::uint32_t slot, std::uint64_t generation) {
+  return (static_cast<std::uint64_t>(owner) & 0x3ff) << 52 | (static_cast<std::uint64_t>(slot) & 0xfffff) << 32 |
+         (generation & 0xffffffffu);
+}
+
+// While it lives, the tasks the calling thread queues were released by the trigger of `flow`
+// (tls_releasing_flow). Nothing when the thread does not record.
+class releasing {
+ public:
+  explicit releasing(std::uint64_t flow) {
+    if (tls_recorder) [[unlikely]] {
+      previous_ = tls_releasing_flow;
+      tls_releasing_flow = flow;
+      active_ = true;
+    }
+  }
+  ~releasing() {
+    if (active_) [[unlikely]]
+      tls_releasing_flow = previous_;
+  }
+  releasing(const releasing&) = delete;
+  releasing& operator=(const releasing&) = delete;
+
+ private:
+  std::uint64_t previous_ = 0;
+  bool active_ = false;
+};
+
 template <kind K>
 inline void instant(std::uint64_t flow = 0, std::uint64_t arg0 = 0, std::uint64_t arg1 = 0) {
   static_assert(!is_span(K), "a span kind: use span_begin/span_end or scope");

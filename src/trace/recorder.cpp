@@ -11,6 +11,21 @@
 namespace rill::detail::trace {
 
 constinit thread_local recorder* tls_recorder = nullptr;
+constinit thread_local std::uint64_t tls_releasing_flow = 0;
+
+void rank_trace::note_released(const void* task, std::uint64_t flow) {
+  std::lock_guard g(released_mutex_);
+  released_[task] = flow;
+}
+
+std::uint64_t rank_trace::take_released(const void* task) {
+  std::lock_guard g(released_mutex_);
+  const auto it = released_.find(task);
+  if (it == released_.end()) return 0;
+  const std::uint64_t flow = it->second;
+  released_.erase(it);
+  return flow;
+}
 
 void recorder::start_chunk() {
   // Not initialised: every record is written before it is read.

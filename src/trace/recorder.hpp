@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,10 @@ class recorder {
 // also the case for every thread when tracing is off. Hooks test it and do nothing else.
 extern constinit thread_local recorder* tls_recorder;
 
+// While a traced thread runs the waiters of a triggered event: that trigger's flow, so that the
+// tasks the waiters release end its arrows (trace/hooks.hpp: releasing). 0 otherwise.
+extern constinit thread_local std::uint64_t tls_releasing_flow;
+
 // The trace of one rank. Threads attach and detach concurrently; the records are read (to write
 // the part file) only once no thread records any more, e.g. after the workers have been joined.
 class rank_trace {
@@ -97,6 +102,13 @@ class rank_trace {
   // The calling thread records nothing any more. Must be called before its rank_trace is destroyed.
   static void detach_thread() { tls_recorder = nullptr; }
 
+  // A task record queued while a trigger's waiters ran (tls_releasing_flow): its span, when it
+  // runs, ends that trigger's arrow. Any worker of the rank may take it, so under a lock; only
+  // while tracing.
+  void note_released(const void* task, std::uint64_t flow);
+  // The flow noted for `task`, forgotten now (0: none).
+  std::uint64_t take_released(const void* task);
+
   // The workers' lanes (by index), then the other threads' lanes (by attach order). Only while no
   // thread records.
   std::vector<const lane*> lanes() const;
@@ -107,6 +119,8 @@ class rank_trace {
   std::vector<std::unique_ptr<lane>> workers_;
   std::mutex others_mutex_;  // attach_other_thread may run on several threads at once
   std::vector<std::unique_ptr<lane>> others_;
+  std::mutex released_mutex_;
+  std::unordered_map<const void*, std::uint64_t> released_;
 };
 
 }  // namespace rill::detail::trace

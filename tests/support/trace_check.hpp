@@ -19,6 +19,7 @@ namespace rill_test {
 struct trace_summary {
   std::vector<std::string> problems;
   std::size_t arrows = 0;                // flow start/end pairs
+  std::size_t event_arrows = 0;          // ... from an event's trigger to a task it released
   std::map<long, std::size_t> tasks;     // task spans per pid
   std::map<long, std::size_t> handlers;  // handler spans per pid
   std::set<long> ranks;                  // pids named "rank N"
@@ -51,6 +52,7 @@ inline trace_summary check_trace(const nlohmann::json& doc) {
     const auto lane = std::make_pair(pid, tid);
     if (ph == "s") {
       ++starts[e.value("id", std::uint64_t{0})];
+      if (e.value("cat", "") == "event") ++s.event_arrows;
       flow_starts.emplace_back(lane, ts);
     } else if (ph == "f") {
       ++ends[e.value("id", std::uint64_t{0})];

@@ -41,10 +41,13 @@ int traced_program(const std::filesystem::path& path, const std::string& chaos) 
         });
       rill::async([&] { done.fetch_add(1); });
     });
+    // Tasks released by a trigger: on another rank (through the owner's notification) and here.
     rill::user_event e = rill::user_event::create();
     rill::event later = rill::proc(1).spawn(rill::after(e), [] {});
+    rill::event here = rill::proc(0).spawn(rill::after(e), [] {});
     e.trigger();
     later.wait();
+    here.wait();
     return done.load() == 1 ? 0 : 1;
   });
 }
@@ -65,6 +68,8 @@ TEST(RuntimeTrace, AMultiRankRunWritesOneWellFormedTrace) {
     }
     // Every async_at to another rank is a message whose send and handler are joined by an arrow.
     EXPECT_GE(s.arrows, 40u);
+    // Both tasks spawned after e: an arrow from e's trigger to each (one per task, across ranks too).
+    EXPECT_GE(s.event_arrows, 2u);
     std::filesystem::remove(path);
   }
 }
