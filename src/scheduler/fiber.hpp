@@ -40,6 +40,14 @@ inline constexpr std::size_t sanitizer_stack_factor = 2;
 inline constexpr std::size_t sanitizer_stack_factor = 1;
 #endif
 
+// What the layer that defines task scopes keeps per running task; the scheduler only carries it
+// (sync: scope is the task's finish_proxy, whose credit and errors go through task_scope_hooks;
+// registrations are its phaser registrations).
+struct task_context {
+  void* scope = nullptr;          // what task_scope_hooks act on; set by the worker around each task
+  void* registrations = nullptr;  // non-null: the task is registered on something an inline task must not see
+};
+
 struct fiber_rec {
   boost::context::detail::fcontext_t ctx = nullptr;  // where to resume it while it is suspended
   boost::context::stack_context stack{};             // empty for a thread's own stack
@@ -55,10 +63,8 @@ struct fiber_rec {
   // When the stretch of the task running on this fiber began (trace/hooks.hpp span_begin); 0: none.
   // A task that parks ends its stretch and starts another when resumed, so spans nest per worker.
   std::uint64_t trace_task_start = 0;
-  // The finish scope (a finish_proxy) of the task running on this fiber; nullptr: none.
-  void* finish = nullptr;
-  // The phaser registrations (src/sync/phaser.cpp) of the task running on this fiber.
-  void* phasers = nullptr;
+  // What the layer above attaches to the task running on this fiber (task_context).
+  task_context task;
 };
 
 // Describes the calling thread's own stack as a fiber record (the thread's original context).

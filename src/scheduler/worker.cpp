@@ -274,15 +274,15 @@ inline void worker::run_task_body(task_record* t) {
     // A task of a finish scope: the scope is the fiber's while the task runs, and what it throws
     // goes to the scope. Even if the task suspends, it resumes on this fiber and this worker.
     fiber_rec* const f = current_;
-    void* const previous = f->finish;
-    f->finish = scope;
+    void* const previous = f->task.scope;
+    f->task.scope = scope;
     std::exception_ptr error;
     try {
       t->invoke(t, task_record::run_here);
     } catch (...) {
       error = std::current_exception();
     }
-    f->finish = previous;
+    f->task.scope = previous;
     if (error)
       pool_.scope_hooks().task_failed(scope, std::move(error));
     else
@@ -301,7 +301,8 @@ bool worker::stack_room(std::size_t extra) const {
 
 bool worker::may_run_inline(std::size_t callable_bytes) const {
   const fiber_rec* f = current_;
-  return deque_.size() >= inline_queue_ && f->message_source < 0 && f->phasers == nullptr && stack_room(callable_bytes);
+  return deque_.size() >= inline_queue_ && f->message_source < 0 && f->task.registrations == nullptr &&
+         stack_room(callable_bytes);
 }
 
 void worker::inline_task_ran() {
@@ -332,19 +333,19 @@ void worker::help_scope(void* scope) {
   fiber_rec* const f = current_;
   // A nested task starts only with a whole task's stack free below it, as a task from the loop has
   // (fiber stacks are twice that: see the constructor).
-  // A nested task starts as one from the loop would: with no phaser registrations and outside any
-  // message handler; the waiter's own come back afterwards.
+  // A nested task starts as one from the loop would: with no registrations (sync: phasers) and
+  // outside any message handler; the waiter's own come back afterwards.
   struct nested_context {
     fiber_rec* f;
-    void* phasers;
+    void* registrations;
     int message_source;
     explicit nested_context(fiber_rec* fiber)
-        : f(fiber), phasers(fiber->phasers), message_source(fiber->message_source) {
-      f->phasers = nullptr;
+        : f(fiber), registrations(fiber->task.registrations), message_source(fiber->message_source) {
+      f->task.registrations = nullptr;
       f->message_source = -1;
     }
     ~nested_context() {
-      f->phasers = phasers;
+      f->task.registrations = registrations;
       f->message_source = message_source;
     }
   } context{f};

@@ -51,13 +51,13 @@ void report_remote_error(finish_proxy* p, const std::exception_ptr& error) {
 
 finish_proxy* current_finish() {
   worker* w = current_worker();
-  return w ? static_cast<finish_proxy*>(w->current_fiber()->finish) : nullptr;
+  return w ? static_cast<finish_proxy*>(w->current_fiber()->task.scope) : nullptr;
 }
 
 finish_proxy* set_current_finish(finish_proxy* p) {
   fiber_rec* f = current_worker()->current_fiber();
-  auto* previous = static_cast<finish_proxy*>(f->finish);
-  f->finish = p;
+  auto* previous = static_cast<finish_proxy*>(f->task.scope);
+  f->task.scope = p;
   return previous;
 }
 
@@ -89,7 +89,7 @@ void finish_count(finish_proxy* p) {
 task_record* task_allocate_counted(const char* what) {
   worker* w = current_worker();
   if (!w) throw_outside_worker(what);
-  auto* p = static_cast<finish_proxy*>(w->current_fiber()->finish);
+  auto* p = static_cast<finish_proxy*>(w->current_fiber()->task.scope);
   if (p) count_on(*w, p);
   task_record* t = w->allocate_task();
   t->scope = p;

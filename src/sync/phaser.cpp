@@ -86,7 +86,7 @@ fiber_rec* running_fiber(const char* what) {
   return w->current_fiber();
 }
 
-phaser_reg*& list_of(fiber_rec* f) { return reinterpret_cast<phaser_reg*&>(f->phasers); }
+phaser_reg*& list_of(fiber_rec* f) { return reinterpret_cast<phaser_reg*&>(f->task.registrations); }
 
 void link(phaser_reg& r, fiber_rec* f) {
   r.fiber = f;
@@ -172,8 +172,8 @@ std::vector<phaser_grant> phaser_inherit_all() {
 
 void phaser_run_phased(std::vector<phaser_grant>& grants, void (*body)(void*), void* arg) {
   fiber_rec* f = running_fiber("rill::async_phased");
-  void* const previous = f->phasers;
-  f->phasers = nullptr;  // the task's own registrations only
+  void* const previous = f->task.registrations;
+  f->task.registrations = nullptr;  // the task's own registrations only
   std::vector<phaser_reg> regs(grants.size());
   for (std::size_t i = 0; i < grants.size(); ++i) {
     phaser_reg& r = regs[i];
@@ -187,7 +187,7 @@ void phaser_run_phased(std::vector<phaser_grant>& grants, void (*body)(void*), v
     void* previous;
     ~end_of_task() {
       while (auto* r = list_of(f)) phaser_drop(r);  // what the task did not drop itself
-      f->phasers = previous;
+      f->task.registrations = previous;
     }
   } guard{f, previous};
   body(arg);
@@ -273,7 +273,7 @@ namespace {
 detail::phaser_reg* registrations(const char* what) {
   detail::worker* w = detail::current_worker();
   if (!w) throw misuse_error(std::string(what) + " must be called from a Rill task");
-  return static_cast<detail::phaser_reg*>(w->current_fiber()->phasers);
+  return static_cast<detail::phaser_reg*>(w->current_fiber()->task.registrations);
 }
 }  // namespace
 
