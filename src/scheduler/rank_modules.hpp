@@ -89,11 +89,6 @@ class module_table {
   M& get() const {
     return *static_cast<M*>(slots_[module_slot<M>]);
   }
-  // The rank's module M, or nullptr when the rank has none.
-  template <class M>
-  M* find() const {
-    return static_cast<M*>(slots_[module_slot<M>]);
-  }
 
   // The modules in order of addition.
   const std::vector<rank_module*>& in_order() const { return order_; }
