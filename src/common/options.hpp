@@ -1,7 +1,10 @@
-// The table of --rill:* options: parsing (flags and RILL_* variables) and --rill:help.
+// Parsing of the --rill:* options of rill/config_options.hpp (flags and RILL_* variables), and --rill:help.
 #pragma once
 
+#include <functional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rill/config.hpp"
@@ -10,10 +13,12 @@ namespace rill::detail {
 
 struct parsed_options {
   rill::config cfg;
-  bool workers_given = false;    // otherwise chosen from the cores per rank on this node
-  bool transport_given = false;  // otherwise detected from the launcher's environment
-  bool global_heap_given = false;  // otherwise half of the segment
+  // The options a flag or variable set. The runtime chooses the others where their default
+  // depends on the machine: workers (cores per rank), transport (the launcher), global-heap.
+  std::set<std::string, std::less<>> given;
   bool help = false;
+
+  bool was_given(std::string_view name) const { return given.contains(name); }
 };
 
 // Reads RILL_* variables, then --rill:* flags (flags win). Removes the flags it consumed from

@@ -82,7 +82,7 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
       std::fputs(detail::options_help().c_str(), stdout);
       std::exit(0);
     }
-    if (!opts.transport_given) {
+    if (!opts.was_given("transport")) {
       opts.cfg.transport = rill::launched_by_mpi_launcher() ? transport_kind::mpi : transport_kind::local;
     }
     if (opts.cfg.transport == transport_kind::mpi && opts.cfg.ranks != 1) {
@@ -98,7 +98,7 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   detail::set_log_level(cfg.log);
   impl_->transport = cfg.transport == transport_kind::mpi ? detail::make_mpi_transport(cfg, &detail::deep_call)
                                                           : detail::make_local_transport(cfg);
-  if (!opts.workers_given) cfg.workers = impl_->transport->cores_per_rank();
+  if (!opts.was_given("workers")) cfg.workers = impl_->transport->cores_per_rank();
   impl_->transport->check_same_build(detail::build_fingerprint());
   // Collective, like the build check: every rank learns the same description of the machine.
   const auto machine = detail::build_machine(*impl_->transport, cfg.workers);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <initializer_list>
@@ -79,8 +80,8 @@ TEST_F(Options, NoFlagsGiveDefaults) {
   EXPECT_EQ(o.cfg.idle_poll_us, d.idle_poll_us);
   EXPECT_EQ(o.cfg.event_graph, "");  // off
   EXPECT_EQ(o.cfg.hang_report_s, 30.0);
-  EXPECT_FALSE(o.workers_given);
-  EXPECT_FALSE(o.transport_given);
+  EXPECT_FALSE(o.was_given("workers"));
+  EXPECT_FALSE(o.was_given("transport"));
   EXPECT_FALSE(o.help);
   EXPECT_EQ(a.argc, 1);
   EXPECT_EQ(a.ptrs[1], nullptr);
@@ -145,9 +146,9 @@ TEST_F(Options, ParsesEveryValue) {
   parsed_options o = parse(a);
   EXPECT_EQ(o.cfg.ranks, 4);
   EXPECT_EQ(o.cfg.workers, 3);
-  EXPECT_TRUE(o.workers_given);
+  EXPECT_TRUE(o.was_given("workers"));
   EXPECT_EQ(o.cfg.transport, rill::transport_kind::mpi);
-  EXPECT_TRUE(o.transport_given);
+  EXPECT_TRUE(o.was_given("transport"));
   EXPECT_EQ(o.cfg.stack_bytes, 128u * 1024);
   EXPECT_EQ(o.cfg.agg_bytes, 8u * 1024);
   EXPECT_EQ(o.cfg.agg_age_us, 750u);
@@ -165,7 +166,7 @@ TEST_F(Options, TransportLocalIsGiven) {
   args a{"prog", "--rill:transport=local"};
   parsed_options o = parse(a);
   EXPECT_EQ(o.cfg.transport, rill::transport_kind::local);
-  EXPECT_TRUE(o.transport_given);
+  EXPECT_TRUE(o.was_given("transport"));
 }
 
 TEST_F(Options, SizeSuffixes) {
@@ -400,9 +401,9 @@ TEST_F(Options, EnvironmentVariablesAreRead) {
   parsed_options o = parse(a);
   EXPECT_EQ(o.cfg.ranks, 6);
   EXPECT_EQ(o.cfg.workers, 5);
-  EXPECT_TRUE(o.workers_given);
+  EXPECT_TRUE(o.was_given("workers"));
   EXPECT_EQ(o.cfg.transport, rill::transport_kind::local);
-  EXPECT_TRUE(o.transport_given);
+  EXPECT_TRUE(o.was_given("transport"));
   EXPECT_EQ(o.cfg.stack_bytes, 256u * 1024);
   EXPECT_EQ(o.cfg.agg_bytes, 16u * 1024);
   EXPECT_EQ(o.cfg.agg_age_us, 42u);
@@ -491,6 +492,43 @@ TEST_F(Options, HelpShowsTheDefaultsOfConfigByLayer) {
   EXPECT_EQ(parsed.gas_cache, d.gas_cache);
   EXPECT_EQ(parsed.gas_cache_entries, d.gas_cache_entries);
   EXPECT_EQ(parsed.stats, d.stats);
+}
+
+// Parsing `words` either rejects the value or records that `name` was given.
+void expect_read(const char* name, std::initializer_list<std::string> words) {
+  args a(words);
+  try {
+    EXPECT_TRUE(parse(a).was_given(name)) << name << " was not read from " << *(words.end() - 1);
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+}
+
+// The list in rill/config_options.hpp is the one declaration: each entry is a flag, a variable and a
+// line of --rill:help under its layer, and this test's own list of names matches it.
+TEST_F(Options, EveryDeclaredOptionIsParsedAndListedUnderItsLayer) {
+  const std::string help = options_help();
+  std::vector<std::string> declared;
+#define DECLARED(layer, name, member, type, default_value, kind, shown, meaning)                         \
+  {                                                                                                      \
+    declared.push_back(name);                                                                            \
+    const std::size_t heading = help.find("\n" #layer ":\n");                                            \
+    const std::size_t line = help.find(std::string("--rill:") + name + " ");                             \
+    EXPECT_NE(line, std::string::npos) << name;                                                          \
+    EXPECT_LT(heading, line) << name << " listed before its layer " #layer;                              \
+    const std::size_t next = help.find(":\n", heading + 2 + std::string_view(#layer).size());            \
+    EXPECT_TRUE(next == std::string::npos || line < next) << name << " listed after the end of " #layer; \
+    setenv(env_of(name).c_str(), "bogus-value", 1);                                                      \
+    expect_read(name, {"prog"});                                                                         \
+    unsetenv(env_of(name).c_str());                                                                      \
+    expect_read(name, {"prog", std::string("--rill:") + name + "=bogus-value"});                         \
+  }
+  RILL_OPTIONS(DECLARED)
+#undef DECLARED
+  std::vector<std::string> tested(std::begin(all_names), std::end(all_names));
+  std::sort(declared.begin(), declared.end());
+  std::sort(tested.begin(), tested.end());
+  EXPECT_EQ(declared, tested);
 }
 
 TEST_F(Options, HelpVariableIsIgnored) {
