@@ -15,6 +15,7 @@ namespace rill::detail::trace {
 
 namespace {
 
+// JSON text gathered before each write to the file: few system calls, little memory.
 constexpr std::size_t flush_bytes = 1 << 20;
 
 void append_escaped(fmt::memory_buffer& out, std::string_view text) {

@@ -9,7 +9,7 @@
 // are in flight, every MPI call runs through the deep_call the endpoint was given: MPI may pack
 // them inside any call, on a stack deeper than a fiber's.
 //
-// Ranks on one node pass eager-sized buffers through shared-memory rings instead (byte_ring.hpp,
+// Ranks on one node pass eager-sized buffers through shared-memory rings instead (node_rings.hpp,
 // --rill:node-ring): no MPI call on either side. MPI still carries larger buffers, and any buffer
 // whose ring is full. Only mpi_transport.cpp includes this header.
 #pragma once
@@ -33,10 +33,9 @@
 #include <fmt/format.h>
 
 #include "common/log.hpp"
-#include "common/spinlock.hpp"
 #include "rill/error.hpp"
-#include "transport/byte_ring.hpp"
 #include "transport/clear_pages.hpp"
+#include "transport/node_rings.hpp"
 #include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
 
@@ -45,6 +44,8 @@ namespace rill::detail {
 inline constexpr int tag_eager = 7301;
 inline constexpr int tag_large = 7302;
 inline constexpr int tag_split = 7303;  // a zero-copy message as two messages: its head, then its payload
+// Receives kept posted for eager-sized buffers: enough for a burst from every peer of a small
+// job to land without waiting for a repost; a larger burst waits in MPI's unexpected queue.
 inline constexpr int preposted = 16;
 
 inline void check_mpi(int rc, const char* what) {
@@ -79,11 +80,8 @@ class mpi_endpoint final : public endpoint {
   // A shared-memory ring to `peer` (another rank of this node) at `to`, and one from it at `from`,
   // each of byte_ring::bytes_for(capacity) bytes. Called before any send or poll.
   void add_node_rings(int peer, std::byte* to, std::byte* from, std::size_t capacity) {
-    if (out_rings_.empty()) out_rings_.resize(static_cast<std::size_t>(size_));
-    out_rings_[static_cast<std::size_t>(peer)] = std::make_unique<out_ring>(to, capacity, eager_bytes_);
-    in_rings_.push_back(std::make_unique<in_ring>(peer, from, capacity));
-    // With a ring to every other rank, MPI carries only what the rings cannot take.
-    all_on_node_ = static_cast<int>(in_rings_.size()) == size_ - 1;
+    rings_.add(peer, size_, to, from, capacity, eager_bytes_);
+    all_on_node_ = rings_.reach_all(size_);
   }
 
   int rank() const override { return rank_; }
@@ -116,7 +114,7 @@ class mpi_endpoint final : public endpoint {
   // loop-back or a ring the parts are copied anyway: the default path.)
   bool try_send_lent(int dest, lent_buffer& b) override {
     const std::size_t bytes = b.size();
-    if (dest == rank_ || bytes <= ring_limit(dest)) return endpoint::try_send_lent(dest, b);
+    if (dest == rank_ || bytes <= rings_.limit(dest)) return endpoint::try_send_lent(dest, b);
     check_fits(bytes, dest);
     if (bytes > eager_bytes_ && b.parts.size() == 3 && b.parts[2].empty() && b.parts[0].size() == b.owned.size() &&
         b.owned.size() <= split_head_max)
@@ -157,24 +155,7 @@ class mpi_endpoint final : public endpoint {
     });
   }
 
-  // A rank of this node that polls MPI seldom (see poll) hears through its ring that MPI carries
-  // something for it: an empty record. When the ring is full there is no room for it, but then
-  // the receiver is busy draining the ring, and its periodic MPI poll finds the buffer.
-  void ring_mpi_doorbell(int dest) {
-    if (out_rings_.empty()) return;
-    out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get();
-    if (!r) return;
-    std::lock_guard g(r->lock);
-    (void)r->ring.try_write({});
-  }
-
-  bool try_send_copy(int dest, std::span<const std::byte> bytes) override {
-    if (out_rings_.empty()) return false;
-    out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get();
-    if (!r || bytes.size() > r->limit) return false;
-    std::lock_guard g(r->lock);
-    return r->ring.try_write(bytes);  // when full, the buffer goes through MPI (order is not promised)
-  }
+  bool try_send_copy(int dest, std::span<const std::byte> bytes) override { return rings_.try_write(dest, bytes); }
 
   std::size_t poll(std::vector<incoming>& out, std::size_t max) override {
     const std::size_t n = poll_network(out, max);
@@ -193,22 +174,13 @@ class mpi_endpoint final : public endpoint {
       }
       has_self_.store(!self_.empty(), std::memory_order_release);
     }
-    // Look before taking the reader's flag: an atomic exchange on every idle poll costs more
-    // than the loads.
-    if (rings_have_data() && !ring_reader_.test_and_set(std::memory_order_acquire)) {
-      for (auto& in : in_rings_) {
-        if (n >= max) break;
-        n += in->ring.read(
-            [&](std::span<const std::byte> p) {
-              if (p.empty())
-                mpi_hint_.store(true, std::memory_order_relaxed);  // a doorbell (ring_mpi_doorbell)
-              else
-                out.push_back(incoming{in->source, small_copy(p)});
-            },
-            max - n);
-      }
-      ring_reader_.clear(std::memory_order_release);
-    }
+    if (n < max)
+      n += rings_.read(max - n, [&](int source, std::span<const std::byte> p) {
+        if (p.empty())
+          mpi_hint_.store(true, std::memory_order_relaxed);  // a doorbell (start_send rang it)
+        else
+          out.push_back(incoming{source, small_copy(p)});
+      });
     // Every MPI call costs a run of its progress engine, and an arrival on a ring that comes while
     // a poll is inside MPI waits for it. When the rings reach every rank, MPI (large buffers,
     // overflow) is polled when a ring's doorbell says it carries something, while transfers are
@@ -370,12 +342,7 @@ class mpi_endpoint final : public endpoint {
   }
 
   bool needs_polling() const override { return true; }
-  bool has_input() const override { return has_self_.load(std::memory_order_seq_cst) || rings_have_data(); }
-  bool rings_have_data() const {
-    for (const auto& in : in_rings_)
-      if (in->ring.has_data()) return true;
-    return false;
-  }
+  bool has_input() const override { return has_self_.load(std::memory_order_seq_cst) || rings_.have_data(); }
   void on_arrival(std::function<void()>) override {}
 
   // Completes all sends, waits for every rank, and cancels the pre-posted receives.
@@ -477,13 +444,6 @@ class mpi_endpoint final : public endpoint {
     return bytes;
   }
 
-  // The largest buffer the ring to `dest` carries (0: no ring).
-  std::size_t ring_limit(int dest) const {
-    if (out_rings_.empty()) return 0;
-    const out_ring* r = out_rings_[static_cast<std::size_t>(dest)].get();
-    return r ? r->limit : 0;
-  }
-
   // Whether `dest` may have one more send in flight. Called with lock_ held.
   bool room_for_send(int dest) {
     if (in_flight_to_[static_cast<std::size_t>(dest)] < queue_limit_) return true;
@@ -517,7 +477,7 @@ class mpi_endpoint final : public endpoint {
     ++in_flight_to_[static_cast<std::size_t>(dest)];
     if (p.type != MPI_DATATYPE_NULL) ++typed_sends_;
     mpi_busy_.store(true, std::memory_order_relaxed);
-    ring_mpi_doorbell(dest);
+    rings_.ring_doorbell(dest);  // dest may poll MPI seldom (poll_network)
   }
 
   // Runs the callbacks of completed lent sends, outside lock_: a callback may send.
@@ -642,24 +602,7 @@ class mpi_endpoint final : public endpoint {
   std::mutex spare_lock_;
   std::vector<buffer> spares_;
   std::size_t spare_bytes_ = 0;  // capacity of spares_ (under spare_lock_)
-  struct out_ring {
-    out_ring(std::byte* memory, std::size_t capacity, std::size_t eager)
-        : ring(memory, capacity), limit(std::min(ring.max_payload(), eager)) {}
-    byte_ring ring;
-    // Larger buffers (payloads that travel alone) go through MPI: its rendezvous receives them
-    // into recycled buffers, where a ring would copy them twice (measured: 64 KiB payloads at
-    // 0.6 of MPI's bandwidth through the ring).
-    std::size_t limit;
-    spinlock lock;  // the workers of this rank are the ring's producers, one at a time
-  };
-  struct in_ring {
-    in_ring(int from, std::byte* memory, std::size_t capacity) : source(from), ring(memory, capacity) {}
-    int source;
-    byte_ring ring;
-  };
-  std::vector<std::unique_ptr<out_ring>> out_rings_;  // by destination rank; null: not on this node
-  std::vector<std::unique_ptr<in_ring>> in_rings_;
-  std::atomic_flag ring_reader_ = ATOMIC_FLAG_INIT;  // held by the worker reading the rings
+  node_rings rings_;
   bool all_on_node_ = false;
   // With all_on_node_: MPI is polled on every poll while mpi_busy_ (transfers under way, or the
   // last poll found something) or mpi_hint_ (a ring's doorbell rang), else on every
