@@ -16,7 +16,8 @@ enum class steal_policy { off, random, hierarchical };
 // What a rank's translation cache of relocated AGAS blocks forgets first when full (rill/gas.hpp).
 enum class gas_cache_policy { unbounded, lru, random };
 // Where the generation tags of global memory are checked (rill/global_ptr.hpp): on every access,
-// or on all but single-element operations through a mapped segment, which check bounds only.
+// or (an opt-in for speed) on all but single-element operations through a mapped segment, which
+// then check bounds only and may write into memory allocated since.
 enum class tag_checks { every, home };
 
 // One field per option of rill/config_options.hpp, with its default there.

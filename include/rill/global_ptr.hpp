@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -41,6 +42,8 @@ namespace detail {
 // An allocation of `bytes` in the calling rank's segment, as a tagged address; throws
 // rill::misuse_error when full.
 std::uintptr_t segment_allocate(std::size_t bytes, std::size_t align, const char* what);
+// Throws rill::misuse_error: `count` elements of `size` bytes overflow a size_t.
+[[noreturn]] void array_too_large(std::size_t count, std::size_t size);
 // Frees an allocation of the calling rank's segment.
 void segment_free(int rank, std::uintptr_t tagged, const char* what);
 // The plain address of [addr, addr + bytes) in rank's segment if this rank can address it and the
@@ -123,6 +126,7 @@ class global_ptr {
 template <class T>
 global_ptr<T> new_array(std::size_t count) {
   const int me = detail::calling_rank("rill::new_array");
+  if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) detail::array_too_large(count, sizeof(T));
   const std::uintptr_t at = detail::segment_allocate(count * sizeof(T), alignof(T), "rill::new_array");
   T* first = reinterpret_cast<T*>(detail::untagged(at));
   for (std::size_t i = 0; i < count; ++i) ::new (static_cast<void*>(first + i)) T();

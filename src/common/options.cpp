@@ -274,9 +274,6 @@ void fit_global_heap(parsed_options& o) {
 
 parsed_options parse_options(int& argc, char** argv) {
   parsed_options o;
-#ifndef NDEBUG
-  o.cfg.tag_check = rill::tag_checks::every;  // a debug build of Rill checks every access
-#endif
   for (const auto& s : table()) {
     if (s.name == std::string_view("help")) continue;
     if (const char* v = std::getenv(env_name(s.name).c_str())) s.set(o, v);

@@ -17,6 +17,10 @@ std::uintptr_t segment_allocate(std::size_t bytes, std::size_t align, const char
   return with_tag(reinterpret_cast<std::uintptr_t>(a.at), a.tag);
 }
 
+void array_too_large(std::size_t count, std::size_t size) {
+  throw misuse_error(fmt::format("rill::new_array: {} elements of {} bytes overflow the address space", count, size));
+}
+
 void segment_free(int rank, std::uintptr_t tagged, const char* what) {
   global_module& r = global_here(what);
   if (rank != r.id())

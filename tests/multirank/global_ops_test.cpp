@@ -6,6 +6,7 @@
 // reordered by the chaos seed).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -388,6 +389,45 @@ TEST_P(global_ops, use_after_free_is_an_error_found_by_the_generation_tag) {
     if (elements_checked) {
       EXPECT_TRUE(poisoned_saying(one, "use after free")) << "an rget behind a precondition";
     }
+  });
+}
+
+// With the default settings a stale pointer never touches the allocation that took its place, and
+// an element one past the end of an array (a + 99 + 1 on 100 elements) is refused: nothing outside
+// the array is read or written, on this rank's memory as on another's.
+TEST_P(global_ops, by_default_stale_and_past_the_end_pointers_touch_no_other_allocation) {
+  both_ways(GetParam(), [](bool) {
+    for (const int home : {0, rill::rank_n() - 1}) {
+      rill::global_ptr<long> stale = array_on<long>(home, 100, true);
+      free_on(stale);
+      rill::global_ptr<long> live = array_on<long>(home, 100, true);
+      ASSERT_EQ(live.raw_address(), stale.raw_address()) << "the test needs the freed place reused";
+      EXPECT_TRUE(poisoned_saying(rill::rput(-1L, stale + 5), "allocated again")) << "rput";
+      EXPECT_TRUE(poisoned_saying(rill::atomics::fetch_add(stale + 6, 1L), "allocated again")) << "fetch_add";
+      rill::global_ptr<long> next = array_on<long>(home, 100, true);
+      rill::global_ptr<long> past = live + 99 + 1;
+      EXPECT_TRUE(poisoned_saying(rill::rput(-1L, past), "")) << "rput past the end";
+      EXPECT_TRUE(poisoned_saying(rill::atomics::fetch_add(past, 1L), "")) << "fetch_add past the end";
+      EXPECT_TRUE(poisoned_saying(rill::rget(past), "")) << "rget past the end";
+      for (rill::global_ptr<long> a : {live, next}) {
+        std::vector<long> got(100);
+        rill::rget(a, got.data(), 100).wait();
+        for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(got[i], pattern(home, i)) << i;
+      }
+      free_on(live);
+      free_on(next);
+    }
+  });
+}
+
+// A count whose bytes overflow is refused, not wrapped into a small allocation or a crash.
+TEST_P(global_ops, new_array_refuses_a_count_whose_bytes_overflow) {
+  both_ways(GetParam(), [](bool) {
+    for (const std::size_t count : {std::numeric_limits<std::size_t>::max(), std::size_t{1} << 61})
+      EXPECT_TRUE(throws_saying<rill::misuse_error>([&] { (void)rill::new_array<long>(count); }, "overflow"))
+          << count;
+    EXPECT_TRUE(throws_saying<rill::misuse_error>([&] { (void)rill::new_array<long>(std::size_t{1} << 50); },
+                                                  "do not fit"));
   });
 }
 

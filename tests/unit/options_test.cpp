@@ -272,13 +272,13 @@ TEST_F(Options, SegmentSizeAndSharing) {
   expect_usage_error("--rill:shared-segments=maybe", "shared-segments");
 }
 
+// Safe by default in every build; the faster mode is an opt-in whose risk --rill:help states.
 TEST_F(Options, TagChecks) {
   args d{"prog"};
-#ifdef NDEBUG
-  EXPECT_EQ(parse(d).cfg.tag_check, rill::tag_checks::home);
-#else
   EXPECT_EQ(parse(d).cfg.tag_check, rill::tag_checks::every);
-#endif
+  const std::string help = options_help();
+  const std::size_t line = help.find("--rill:tag-checks");
+  EXPECT_NE(help.find("MAY WRITE INTO MEMORY ALLOCATED SINCE", line), std::string::npos) << help;
   args every{"prog", "--rill:tag-checks=every"};
   EXPECT_EQ(parse(every).cfg.tag_check, rill::tag_checks::every);
   args home{"prog", "--rill:tag-checks=home"};
