@@ -22,7 +22,8 @@ enum class tag_checks { every, home };
 
 // One field per option of rill/config_options.hpp, with its default there.
 struct config {
-#define RILL_CONFIG_MEMBER(layer, name, member, type, default_value, kind, shown, meaning) type member = default_value;
+#define RILL_CONFIG_MEMBER(layer, name, member, type, default_value, kind, shown, agree, meaning) \
+  type member = default_value;
   RILL_OPTIONS(RILL_CONFIG_MEMBER)
 #undef RILL_CONFIG_MEMBER
 };

@@ -2,7 +2,7 @@
 // these lists, and so are the parser of --rill:NAME=VALUE flags and RILL_NAME variables and the
 // table --rill:help prints (src/common/options.cpp).
 //
-// Each entry is X(layer, name, member, type, default, kind, shown, meaning):
+// Each entry is X(layer, name, member, type, default, kind, shown, agree, meaning):
 //   layer    the layer it tunes, as --rill:help groups them (src/README.md lists the layers)
 //   name     the flag --rill:<name>; the variable is RILL_<NAME>, dashes as underscores
 //   member   the field of rill::config, of this type, with this default
@@ -10,92 +10,99 @@
 //            seconds(min, max), on_off, path, or one of a fixed list of words
 //   shown    from_config (--rill:help shows the default above), or a text for a default the
 //            runtime chooses at start-up
+//   agree    same: every rank must be started with the same value (it sizes or routes what ranks
+//            share; start-up compares them and stops every rank on a difference), or per_rank
 #pragma once
 
 // clang-format off
 #define RILL_TRANSPORT_OPTIONS(X)                                                                                     \
-  X(transport, "ranks", ranks, int, 1, number(1, 1024), from_config,                                                   \
+  X(transport, "ranks", ranks, int, 1, number(1, 1024), from_config, per_rank,                                        \
     "ranks of the local transport (threads of this process)")                                                         \
   X(transport, "transport", transport, transport_kind, transport_kind::local, transport_names,                        \
-    "mpi under mpirun/srun, else local", "local (ranks as threads) or mpi (ranks as processes)")                      \
-  X(transport, "queue-buffers", queue_buffers, int, 64, number(1, 1 << 20), from_config,                              \
+    "mpi under mpirun/srun, else local", same, "local (ranks as threads) or mpi (ranks as processes)")                \
+  X(transport, "queue-buffers", queue_buffers, int, 64, number(1, 1 << 20), from_config, per_rank,                    \
     "buffers in flight per destination before the sender feels back-pressure")                                        \
-  X(transport, "node-ring", node_ring_bytes, std::size_t, std::size_t{1} << 20, ring_bytes, from_config,              \
+  X(transport, "node-ring", node_ring_bytes, std::size_t, std::size_t{1} << 20, ring_bytes, from_config, same,        \
     "mpi: bytes of the shared-memory ring a rank keeps for each other rank of its node, through which their buffers " \
     "(up to agg-bytes + large-bytes, and a quarter of the ring) travel instead of MPI (0 = off, else at least 4KiB)") \
-  X(transport, "chaos", chaos, std::uint64_t, 0, number(0, ~std::uint64_t{0}), from_config,                           \
+  X(transport, "chaos", chaos, std::uint64_t, 0, number(0, ~std::uint64_t{0}), from_config, per_rank,                 \
     "local transport: seed for delayed, reordered, batched delivery (0 = off)")
 
 #define RILL_SCHEDULER_OPTIONS(X)                                                                                     \
-  X(scheduler, "workers", workers, int, 1, number(1, 1024), "cores / ranks on this node", "worker threads per rank")   \
+  X(scheduler, "workers", workers, int, 1, number(1, 1024), "cores / ranks on this node", per_rank,                   \
+    "worker threads per rank")                                                                                        \
   X(scheduler, "stack", stack_bytes, std::size_t, 64 * 1024, bytes(8192, std::size_t{1} << 30), from_config,          \
-    "stack a task can count on, in bytes (fiber stacks are twice this, with a guard page below; x4 under ASan, x2 "    \
-    "under TSan)")                                                                                                     \
-  X(scheduler, "idle-poll-us", idle_poll_us, std::uint64_t, 5000, number(0, 60'000'000), from_config,                 \
+    per_rank,                                                                                                         \
+    "stack a task can count on, in bytes (fiber stacks are twice this, with a guard page below; x4 under ASan, x2 "   \
+    "under TSan)")                                                                                                    \
+  X(scheduler, "idle-poll-us", idle_poll_us, std::uint64_t, 5000, number(0, 60'000'000), from_config, per_rank,       \
     "microseconds an idle worker keeps polling before it sleeps (ranks woken by arrivals: at most 50)")               \
   X(scheduler, "inline-queue", inline_queue, std::int64_t, 16, number(0, std::int64_t{1} << 40), from_config,         \
-    "tasks queued on a worker from which a task spawned with rill::may_inline runs at once on the spawner's stack "    \
+    per_rank,                                                                                                         \
+    "tasks queued on a worker from which a task spawned with rill::may_inline runs at once on the spawner's stack "   \
     "instead of being queued (0 = always, when there is stack room)")
 
 #define RILL_MESSAGES_OPTIONS(X)                                                                                      \
-  X(messages, "agg-bytes", agg_bytes, std::size_t, 4096, bytes(64, std::size_t{16} << 20), from_config,               \
+  X(messages, "agg-bytes", agg_bytes, std::size_t, 4096, bytes(64, std::size_t{16} << 20), from_config, same,         \
     "aggregation buffer size threshold: a destination's buffer leaves when it is this full")                          \
-  X(messages, "agg-age-us", agg_age_us, std::uint64_t, 200, number(0, 10'000'000), from_config,                       \
+  X(messages, "agg-age-us", agg_age_us, std::uint64_t, 200, number(0, 10'000'000), from_config, per_rank,             \
     "age threshold: a buffer whose oldest message is this old (microseconds) leaves")                                 \
-  X(messages, "large-bytes", large_bytes, std::size_t, 16 * 1024, bytes(64, std::size_t{1} << 30), from_config,       \
+  X(messages, "large-bytes", large_bytes, std::size_t, 16 * 1024, bytes(64, std::size_t{1} << 30), from_config, same, \
     "payloads above this size travel on their own, not copied into buffers")
 
 #define RILL_EVENTS_OPTIONS(X)                                                                                        \
-  X(events, "event-graph", event_graph, std::string, "", path, from_config,                                           \
-    "record the event graph; at the end each rank writes PATH.rankN.dot (and the whole graph to PATH when all ranks "  \
+  X(events, "event-graph", event_graph, std::string, "", path, from_config, same,                                     \
+    "record the event graph; at the end each rank writes PATH.rankN.dot (and the whole graph to PATH when all ranks " \
     "share this process), see docs/debugging.md")                                                                     \
-  X(events, "hang-report-s", hang_report_s, double, 30, seconds(0, 1e6), from_config,                                 \
+  X(events, "hang-report-s", hang_report_s, double, 30, seconds(0, 1e6), from_config, per_rank,                       \
     "seconds without any event triggering on a rank that has waiters before it prints what it waits on (0 = never; "  \
     "fractions allowed)")
 
 #define RILL_GLOBAL_OPTIONS(X)                                                                                        \
   X(global, "segment", segment_bytes, std::size_t, std::size_t{128} << 20, bytes(128 * 1024, std::size_t{1} << 40),   \
-    from_config,                                                                                                       \
+    from_config, same,                                                                                                \
     "each rank's registered segment for global memory (rill::new_array): reserved address space, committed as used")  \
   X(global, "global-heap", global_heap_bytes, std::size_t, std::size_t{64} << 20, bytes(0, std::size_t{1} << 40),     \
-    "half the segment",                                                                                                \
+    "half the segment", same,                                                                                         \
     "the last part of each rank's segment that holds global arrays (rill::global_alloc); a multiple of 4 KiB")        \
-  X(global, "shared-segments", shared_segments, bool, true, on_off, from_config,                                      \
+  X(global, "shared-segments", shared_segments, bool, true, on_off, from_config, same,                                \
     "on: ranks in one process (local transport) or on one node (mpi, a shared-memory window) address each other's "   \
     "segments directly; off: only their own")                                                                         \
-  X(global, "tag-checks", tag_check, tag_checks, tag_checks::every, tag_check_names, from_config,                      \
-    "where generation tags of global memory catch a stale or out-of-array pointer: every access (safe), or home: at "  \
+  X(global, "tag-checks", tag_check, tag_checks, tag_checks::every, tag_check_names, from_config, same,               \
+    "where generation tags of global memory catch a stale or out-of-array pointer: every access (safe), or home: at " \
     "the home, in local() and in bulk transfers only -- about a tenth faster for single-element operations through a " \
     "mapped segment, which then check bounds only and MAY WRITE INTO MEMORY ALLOCATED SINCE")                         \
-  X(global, "gas-cache", gas_cache, gas_cache_policy, gas_cache_policy::unbounded, gas_cache_names, from_config,       \
-    "the translation cache of relocated AGAS blocks (rill/gas.hpp): unbounded, lru or random (the last two forget "    \
-    "blocks beyond gas-cache-entries)")                                                                                \
+  X(global, "gas-cache", gas_cache, gas_cache_policy, gas_cache_policy::unbounded, gas_cache_names, from_config,      \
+    per_rank,                                                                                                         \
+    "the translation cache of relocated AGAS blocks (rill/gas.hpp): unbounded, lru or random (the last two forget "   \
+    "blocks beyond gas-cache-entries)")                                                                               \
   X(global, "gas-cache-entries", gas_cache_entries, std::size_t, 4096, number(1, std::size_t{1} << 32), from_config,  \
+    per_rank,                                                                                                         \
     "the most blocks a bounded translation cache (lru, random) remembers")
 
 #define RILL_STEAL_OPTIONS(X)                                                                                         \
-  X(steal, "steal", steal, steal_policy, steal_policy::random, steal_names, from_config,                              \
-    "distributed work stealing of rill::async_any tasks by idle ranks: off, random (any rank) or hierarchical "        \
-    "(ranks on the same node first)")                                                                                  \
-  X(steal, "steal-batch", steal_batch, std::uint32_t, 8, number(1, 1 << 20), from_config,                             \
+  X(steal, "steal", steal, steal_policy, steal_policy::random, steal_names, from_config, same,                        \
+    "distributed work stealing of rill::async_any tasks by idle ranks: off, random (any rank) or hierarchical "       \
+    "(ranks on the same node first)")                                                                                 \
+  X(steal, "steal-batch", steal_batch, std::uint32_t, 8, number(1, 1 << 20), from_config, per_rank,                   \
     "the most async_any tasks one steal takes (at most half of the victim's queue)")
 
 #define RILL_RUNTIME_OPTIONS(X)                                                                                       \
-  X(runtime, "log", log, std::string, "warn", log_levels, from_config,                                                \
+  X(runtime, "log", log, std::string, "warn", log_levels, from_config, per_rank,                                      \
     "log level: trace, debug, info, warn, error, critical, off")                                                      \
-  X(runtime, "trace", trace, std::string, "", path, from_config,                                                      \
-    "record a timeline of the run (tasks, handlers, messages, events, steals per worker) and write it as one "         \
+  X(runtime, "trace", trace, std::string, "", path, from_config, same,                                                \
+    "record a timeline of the run (tasks, handlers, messages, events, steals per worker) and write it as one "        \
     "Chrome/Perfetto JSON trace at PATH, see docs/tracing.md")                                                        \
-  X(runtime, "stats", stats, bool, false, on_off, from_config,                                                        \
+  X(runtime, "stats", stats, bool, false, on_off, from_config, same,                                                  \
     "on (or the bare flag): at the end of the run, print every layer's counters per rank on stderr (rill::counters)")
 
 // All of them, bottom layer first.
-#define RILL_OPTIONS(X)   \
-  RILL_TRANSPORT_OPTIONS(X) \
-  RILL_SCHEDULER_OPTIONS(X) \
-  RILL_MESSAGES_OPTIONS(X)  \
-  RILL_EVENTS_OPTIONS(X)    \
-  RILL_GLOBAL_OPTIONS(X)    \
-  RILL_STEAL_OPTIONS(X)     \
+#define RILL_OPTIONS(X)                                                                                               \
+  RILL_TRANSPORT_OPTIONS(X)                                                                                           \
+  RILL_SCHEDULER_OPTIONS(X)                                                                                           \
+  RILL_MESSAGES_OPTIONS(X)                                                                                            \
+  RILL_EVENTS_OPTIONS(X)                                                                                              \
+  RILL_GLOBAL_OPTIONS(X)                                                                                              \
+  RILL_STEAL_OPTIONS(X)                                                                                               \
   RILL_RUNTIME_OPTIONS(X)
 // clang-format on

@@ -3,6 +3,7 @@
 #include "common/options.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>  // environ
 
 #include <algorithm>
 #include <array>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -31,6 +33,8 @@ struct option_spec {
   const char* meaning;
   setter set;
   bool bare = false;  // may be given without a value (--rill:<name>), which the setter sees as ""
+  shown_fn value;     // a config's value, as the flag would give it
+  bool same_on_every_rank = false;
 };
 
 [[noreturn]] void bad_value(std::string_view name, std::string_view value, std::string_view expected) {
@@ -57,7 +61,7 @@ struct number {
   }
 };
 
-// Byte counts accept a K/M/G (binary) suffix: 64K, 4KiB, 1M; help shows the largest suffix that
+// Byte counts accept a K/M/G/T (binary) suffix: 64K, 4KiB, 1M; help shows the largest suffix that
 // divides them: 65536 is 64KiB.
 struct bytes {
   std::size_t min, max;
@@ -69,9 +73,11 @@ struct bytes {
     for (auto [suffix, s] : {std::pair{"KiB", 1024ull},
                              {"MiB", 1ull << 20},
                              {"GiB", 1ull << 30},
+                             {"TiB", 1ull << 40},
                              {"K", 1024ull},
                              {"M", 1ull << 20},
-                             {"G", 1ull << 30}}) {
+                             {"G", 1ull << 30},
+                             {"T", 1ull << 40}}) {
       std::string_view sv(suffix);
       if (digits.size() > sv.size() && digits.ends_with(sv)) {
         digits.remove_suffix(sv.size());
@@ -83,13 +89,14 @@ struct bytes {
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
     if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty() || v > max / scale ||
         v * scale < min || v * scale > max) {
-      bad_value(name, value, fmt::format("a byte count in [{}, {}] (K/M/G suffixes allowed)", min, max));
+      bad_value(name, value, fmt::format("a byte count in [{}, {}] (K/M/G/T suffixes allowed)", min, max));
     }
     return v * scale;
   }
   template <class T>
   std::string show(T v) const {
-    for (auto [suffix, scale] : {std::pair{"GiB", 1ull << 30}, {"MiB", 1ull << 20}, {"KiB", 1024ull}})
+    for (auto [suffix, scale] :
+         {std::pair{"TiB", 1ull << 40}, {"GiB", 1ull << 30}, {"MiB", 1ull << 20}, {"KiB", 1024ull}})
       if (v != 0 && v % scale == 0) return fmt::format("{}{}", v / scale, suffix);
     return fmt::format("{}", v);
   }
@@ -206,9 +213,11 @@ constexpr auto log_levels =
 // The `shown` column: the default of rill::config, or a text for one chosen at start-up.
 struct from_config_t {};
 constexpr from_config_t from_config;
+// The `agree` column.
+constexpr bool same = true, per_rank = false;
 
 template <auto member, class Kind, class Shown>
-option_spec make_spec(const char* layer, const char* name, Kind kind, Shown shown, const char* meaning) {
+option_spec make_spec(const char* layer, const char* name, Kind kind, Shown shown, bool agree, const char* meaning) {
   using T = std::remove_cvref_t<decltype(std::declval<rill::config&>().*member)>;
   option_spec s{layer,
                 name,
@@ -218,9 +227,11 @@ option_spec make_spec(const char* layer, const char* name, Kind kind, Shown show
                   o.cfg.*member = kind.template parse<T>(name, v);
                   o.given.insert(name);
                 },
-                Kind::bare};
+                Kind::bare,
+                [kind](const rill::config& c) { return kind.template show<T>(c.*member); },
+                agree};
   if constexpr (std::is_same_v<Shown, from_config_t>) {
-    s.shown_default = [kind](const rill::config& c) { return kind.template show<T>(c.*member); };
+    s.shown_default = s.value;
   } else {
     s.shown_default = [text = std::string(shown)](const rill::config&) { return text; };
   }
@@ -228,16 +239,20 @@ option_spec make_spec(const char* layer, const char* name, Kind kind, Shown show
 }
 
 const std::vector<option_spec>& table() {
-#define RILL_OPTION_SPEC(layer, name, member, type, default_value, kind, shown, meaning) \
-  make_spec<&rill::config::member>(#layer, name, kind, shown, meaning),
-  static const std::vector<option_spec> specs = {
-      RILL_OPTIONS(RILL_OPTION_SPEC)  //
-      {"runtime", "help", [](const rill::config&) { return std::string(); }, "print this table and exit",
-       [](parsed_options& o, std::string_view v) {
-         if (!v.empty()) bad_value("help", v, "no value");
-         o.help = true;
-       },
-       true}};
+#define RILL_OPTION_SPEC(layer, name, member, type, default_value, kind, shown, agree, meaning) \
+  make_spec<&rill::config::member>(#layer, name, kind, shown, agree, meaning),
+  static const std::vector<option_spec> specs = {RILL_OPTIONS(RILL_OPTION_SPEC)  //
+                                                 {"runtime",
+                                                  "help",
+                                                  [](const rill::config&) { return std::string(); },
+                                                  "print this table and exit",
+                                                  [](parsed_options& o, std::string_view v) {
+                                                    if (!v.empty()) bad_value("help", v, "no value");
+                                                    o.help = true;
+                                                  },
+                                                  true,
+                                                  {},  // not a value of rill::config
+                                                  false}};
 #undef RILL_OPTION_SPEC
   return specs;
 }
@@ -252,6 +267,23 @@ std::string env_name(std::string_view name) {
   std::string e = "RILL_";
   for (char c : name) e += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return e;
+}
+
+// A RILL_* variable that names no option is most likely a typo (RILL_WORKER=4): say so rather than
+// ignore it. RILL_HELP is ignored on purpose, and the variables of Rill's own scripts are theirs.
+void warn_unknown_variables(parsed_options& o) {
+  constexpr std::string_view not_options[] = {"RILL_HELP", "RILL_BUILD_DIR", "RILL_TEST_JOBS"};
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    if (!entry.starts_with("RILL_")) continue;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (std::find(std::begin(not_options), std::end(not_options), name) != std::end(not_options)) continue;
+    const bool known = std::any_of(table().begin(), table().end(),
+                                   [&](const option_spec& s) { return s.value && env_name(s.name) == name; });
+    if (!known)
+      o.warnings.push_back(
+          fmt::format("{} is set but names no Rill option, and is ignored (--rill:help lists them)", name));
+  }
 }
 
 // Whole pages for both, and room for the rank's own heap (at least 64 KiB) between the segment's
@@ -278,6 +310,7 @@ parsed_options parse_options(int& argc, char** argv) {
     if (s.name == std::string_view("help")) continue;
     if (const char* v = std::getenv(env_name(s.name).c_str())) s.set(o, v);
   }
+  warn_unknown_variables(o);
   constexpr std::string_view prefix = "--rill:";
   int out = argc > 0 ? 1 : 0;
   for (int i = out; i < argc; ++i) {
@@ -302,6 +335,13 @@ parsed_options parse_options(int& argc, char** argv) {
   }
   fit_global_heap(o);
   return o;
+}
+
+std::string options_every_rank_must_share(const rill::config& c) {
+  std::string out;
+  for (const auto& s : table())
+    if (s.same_on_every_rank) out += fmt::format("--rill:{}={}\n", s.name, s.value(c));
+  return out;
 }
 
 std::string options_help() {

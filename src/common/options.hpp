@@ -17,6 +17,7 @@ struct parsed_options {
   // depends on the machine: workers (cores per rank), transport (the launcher), global-heap.
   std::set<std::string, std::less<>> given;
   bool help = false;
+  std::vector<std::string> warnings;  // for the log, once it is set up
 
   bool was_given(std::string_view name) const { return given.contains(name); }
 };
@@ -24,6 +25,10 @@ struct parsed_options {
 // Reads RILL_* variables, then --rill:* flags (flags win). Removes the flags it consumed from
 // argv (compacting it, argc updated). Throws rill::usage_error naming the bad flag or value.
 parsed_options parse_options(int& argc, char** argv);
+
+// The options every rank must be started with the same value of (`same` in
+// rill/config_options.hpp), one "--rill:NAME=VALUE" line each: start-up compares them.
+std::string options_every_rank_must_share(const rill::config& c);
 
 // One line per option: name, default, meaning.
 std::string options_help();

@@ -96,11 +96,14 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   auto& cfg = impl_->cfg;
   cfg = opts.cfg;
   detail::set_log_level(cfg.log);
-  impl_->transport = cfg.transport == transport_kind::mpi ? detail::make_mpi_transport(cfg, &detail::deep_call)
-                                                          : detail::make_local_transport(cfg);
+  for (const std::string& w : opts.warnings) detail::log().warn("{}", w);
+  impl_->transport =
+      cfg.transport == transport_kind::mpi
+          ? detail::make_mpi_transport(cfg, &detail::deep_call,
+                                       {detail::build_fingerprint(), detail::options_every_rank_must_share(cfg)})
+          : detail::make_local_transport(cfg);
   if (!opts.was_given("workers")) cfg.workers = impl_->transport->cores_per_rank();
-  impl_->transport->check_same_build(detail::build_fingerprint());
-  // Collective, like the build check: every rank learns the same description of the machine.
+  // Collective, like the start-up agreement: every rank learns the same description of the machine.
   const auto machine = detail::build_machine(*impl_->transport, cfg.workers);
   for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
     impl_->ranks.push_back(std::make_unique<detail::rank_core>(*ep, cfg));

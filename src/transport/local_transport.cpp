@@ -125,7 +125,6 @@ class local_transport final : public transport {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return std::max(1, cores / size());
   }
-  void check_same_build(std::uint64_t) override {}  // one process, one binary
   std::vector<std::string> gather_from_all_ranks(const std::string& mine) override {
     return std::vector<std::string>(owned_.size(), mine);  // every rank lives in this process
   }

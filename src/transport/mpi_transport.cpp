@@ -15,6 +15,7 @@
 #include "common/log.hpp"
 #include "rill/error.hpp"
 #include "transport/clear_pages.hpp"
+#include "transport/launcher.hpp"
 #include "transport/mpi_endpoint.hpp"
 #include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
@@ -28,7 +29,7 @@ void abort_all(int code) { MPI_Abort(abort_comm, code); }
 
 class mpi_transport final : public transport {
  public:
-  mpi_transport(const rill::config& cfg, deep_call_fn deep) {
+  mpi_transport(const rill::config& cfg, deep_call_fn deep, const start_agreement& agreement) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized) {
@@ -55,6 +56,8 @@ class mpi_transport final : public transport {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     abort_comm = comm_;
     set_fatal_abort_hook(&abort_all);
+    check_launcher();
+    check_agreement(agreement);
     MPI_Comm node;
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &ranks_on_node_);
@@ -80,28 +83,9 @@ class mpi_transport final : public transport {
     return std::max(1, cores / std::max(1, ranks_on_node_));
   }
 
-  void check_same_build(std::uint64_t fingerprint) override {
-    std::vector<std::uint64_t> all(static_cast<std::size_t>(size()));
-    check_mpi(MPI_Allgather(&fingerprint, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_), "MPI_Allgather");
-    for (int r = 0; r < size(); ++r) {
-      if (all[static_cast<std::size_t>(r)] != all[0]) {
-        std::fprintf(stderr,
-                     "rill: fatal: (on rank %d) rank %d runs a different build than rank 0 (fingerprint %016llx vs "
-                     "%016llx): every rank must run the same binary\n",
-                     ep_->rank(), r, static_cast<unsigned long long>(all[static_cast<std::size_t>(r)]),
-                     static_cast<unsigned long long>(all[0]));
-        std::fflush(stderr);
-        ep_.reset();
-        set_fatal_abort_hook(nullptr);
-        MPI_Comm_free(&comm_);
-        if (owns_mpi_) MPI_Finalize();
-        std::exit(exit_fatal);
-      }
-    }
-  }
-
   std::vector<std::string> gather_from_all_ranks(const std::string& mine) override {
-    const int n = size();
+    int n = 0;
+    MPI_Comm_size(comm_, &n);
     int len = static_cast<int>(mine.size());
     std::vector<int> lens(static_cast<std::size_t>(n)), offsets(static_cast<std::size_t>(n));
     check_mpi(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm_), "MPI_Allgather");
@@ -239,6 +223,66 @@ class mpi_transport final : public transport {
                capacity);
   }
 
+  // A launcher of another MPI starts N processes that this MPI sees as N jobs of one rank each,
+  // every one doing all the work: stop before that.
+  void check_launcher() {
+    int n = 0;
+    MPI_Comm_size(comm_, &n);
+    const launcher_count launched = launcher_processes();
+    if (launched.processes <= 1 || n != 1) return;
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    std::string library(version, static_cast<std::size_t>(len));
+    library = library.substr(0, library.find_first_of("\n,"));
+    stop_at_start_up(fmt::format(
+        "the launcher started {} processes ({}={}, set by {}) but this program's MPI ({}) sees a job of 1: each "
+        "process would run the whole program alone. Start it with the mpirun of the MPI it was built with",
+        launched.processes, launched.variable, launched.processes, launched.launcher, library));
+  }
+
+  // Every rank's build and shared options against rank 0's; on a difference every rank says
+  // which, and stops.
+  void check_agreement(const start_agreement& mine) {
+    const std::vector<std::string> all = gather_from_all_ranks(fmt::format("{:016x}\n{}", mine.build, mine.options));
+    for (std::size_t r = 1; r < all.size(); ++r) {
+      if (all[r] == all[0]) continue;
+      const auto lines = [](const std::string& s) {
+        std::vector<std::string> out;
+        for (std::size_t at = 0; at < s.size();) {
+          const std::size_t end = s.find('\n', at);
+          out.push_back(s.substr(at, end - at));
+          at = end == std::string::npos ? s.size() : end + 1;
+        }
+        return out;
+      };
+      const std::vector<std::string> theirs = lines(all[r]), first = lines(all[0]);
+      if (theirs[0] != first[0])
+        stop_at_start_up(fmt::format(
+            "rank {} runs a different build than rank 0 (fingerprint {} vs {}): every rank must run the same binary", r,
+            theirs[0], first[0]));
+      for (std::size_t i = 1; i < std::min(theirs.size(), first.size()); ++i)
+        if (theirs[i] != first[i])
+          stop_at_start_up(
+              fmt::format("rank {} was started with {} but rank 0 with {}: this option must be the same on every rank",
+                          r, theirs[i], first[i]));
+      stop_at_start_up(fmt::format("rank {} and rank 0 were started with different options", r));
+    }
+  }
+
+  // A fatal error found by every rank alike, before the runtime runs: each rank says it and exits,
+  // with nothing left for an MPI_Abort to tear down.
+  [[noreturn]] void stop_at_start_up(const std::string& why) {
+    int me = 0;
+    MPI_Comm_rank(comm_, &me);
+    std::fprintf(stderr, "rill: fatal: (on rank %d) %s\n", me, why.c_str());
+    std::fflush(stderr);
+    set_fatal_abort_hook(nullptr);
+    MPI_Comm_free(&comm_);
+    if (owns_mpi_) MPI_Finalize();
+    std::exit(exit_fatal);
+  }
+
   static std::byte* line_aligned(void* p) {
     const auto at = reinterpret_cast<std::uintptr_t>(p);
     return reinterpret_cast<std::byte*>((at + 63) / 64 * 64);
@@ -264,8 +308,9 @@ class mpi_transport final : public transport {
 
 }  // namespace
 
-std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg, deep_call_fn deep) {
-  return std::make_unique<mpi_transport>(cfg, deep);
+std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg, deep_call_fn deep,
+                                              const start_agreement& agreement) {
+  return std::make_unique<mpi_transport>(cfg, deep, agreement);
 }
 
 }  // namespace rill::detail

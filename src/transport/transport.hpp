@@ -99,9 +99,6 @@ class transport {
   virtual std::vector<endpoint*> local_endpoints() = 0;
   // Cores available to each rank of this process (for the default worker count).
   virtual int cores_per_rank() const = 0;
-  // Collective start-up check: every rank must run the same binary. Exits with a clear message on
-  // every rank when they differ.
-  virtual void check_same_build(std::uint64_t fingerprint) = 0;
   // Collective start-up exchange: returns, indexed by rank, what each rank's process passed as
   // `mine` (the ranks of one process share its value). Used to describe the machine.
   virtual std::vector<std::string> gather_from_all_ranks(const std::string& mine) = 0;
@@ -120,8 +117,18 @@ class transport {
 // more stack than a worker's fiber has.
 using deep_call_fn = void (*)(void (*work)(void* arg), void* arg);
 
+// What every rank must agree on: its binary and the options that size or route what ranks share.
+// The MPI transport compares them as soon as MPI is up, before anything collective depends on
+// them, and stops every rank with a message naming the difference. (The ranks of the local
+// transport share one binary and one config.)
+struct start_agreement {
+  std::uint64_t build = 0;
+  std::string options;  // "--rill:NAME=VALUE" lines
+};
+
 std::unique_ptr<transport> make_local_transport(const rill::config& cfg);
 // Every MPI call a worker may make goes through `deep`.
-std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg, deep_call_fn deep);
+std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg, deep_call_fn deep,
+                                              const start_agreement& agreement);
 
 }  // namespace rill::detail

@@ -509,7 +509,7 @@ void expect_read(const char* name, std::initializer_list<std::string> words) {
 TEST_F(Options, EveryDeclaredOptionIsParsedAndListedUnderItsLayer) {
   const std::string help = options_help();
   std::vector<std::string> declared;
-#define DECLARED(layer, name, member, type, default_value, kind, shown, meaning)                         \
+#define DECLARED(layer, name, member, type, default_value, kind, shown, agree, meaning)                  \
   {                                                                                                      \
     declared.push_back(name);                                                                            \
     const std::size_t heading = help.find("\n" #layer ":\n");                                            \
@@ -529,6 +529,41 @@ TEST_F(Options, EveryDeclaredOptionIsParsedAndListedUnderItsLayer) {
   std::sort(declared.begin(), declared.end());
   std::sort(tested.begin(), tested.end());
   EXPECT_EQ(declared, tested);
+}
+
+// A RILL_* variable that names no option is reported (a typo would otherwise be ignored silently);
+// the variables of Rill's own scripts are not.
+TEST_F(Options, UnknownVariablesAreWarnedAbout) {
+  setenv("RILL_WORKER", "4", 1);
+  setenv("RILL_BUILD_DIR", "build/release", 1);
+  args a{"prog"};
+  const parsed_options o = parse(a);
+  unsetenv("RILL_WORKER");
+  unsetenv("RILL_BUILD_DIR");
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_NE(o.warnings[0].find("RILL_WORKER is set but names no Rill option"), std::string::npos) << o.warnings[0];
+  args b{"prog"};
+  EXPECT_TRUE(parse(b).warnings.empty());
+}
+
+// The largest segment --rill:help states can be given with a suffix.
+TEST_F(Options, TerabyteSizes) {
+  args a{"prog", "--rill:segment=1T", "--rill:global-heap=512GiB"};
+  const parsed_options o = parse(a);
+  EXPECT_EQ(o.cfg.segment_bytes, std::size_t{1} << 40);
+  EXPECT_EQ(o.cfg.global_heap_bytes, std::size_t{1} << 39);
+  expect_usage_error("--rill:segment=2T", "segment");
+}
+
+// Exactly the options marked `same` are compared at start-up, each with the value in force.
+TEST_F(Options, OptionsEveryRankMustShare) {
+  args a{"prog", "--rill:segment=256MiB", "--rill:workers=3"};
+  const std::string shared = rill::detail::options_every_rank_must_share(parse(a).cfg);
+  EXPECT_NE(shared.find("--rill:segment=256MiB\n"), std::string::npos) << shared;
+  EXPECT_NE(shared.find("--rill:node-ring=1MiB\n"), std::string::npos) << shared;
+  EXPECT_NE(shared.find("--rill:tag-checks=every\n"), std::string::npos) << shared;
+  EXPECT_EQ(shared.find("--rill:workers"), std::string::npos) << "workers may differ per rank: " << shared;
+  EXPECT_EQ(shared.find("--rill:log"), std::string::npos) << shared;
 }
 
 TEST_F(Options, HelpVariableIsIgnored) {
