@@ -33,6 +33,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -82,14 +83,32 @@ enum class coll_kind : std::uint8_t {
   split
 };
 
+// What a member called: the kind of collective, its root (-1: none) and the type of its values
+// (a code of the type's name, 0: none). Every message carries its sender's, and the receiver
+// compares it with its own, so that members calling different collectives, or the same one with
+// another root or value type, stop the program instead of exchanging misread values.
+struct coll_signature {
+  coll_kind kind = coll_kind::barrier;
+  std::int32_t root = -1;
+  std::uint32_t type = 0;
+  friend bool operator==(const coll_signature&, const coll_signature&) = default;
+};
+
+// The code of a value type: a hash of its (mangled) name, the same on every rank of one binary.
+std::uint32_t coll_type_code(const char* mangled_name);
+template <class T>
+std::uint32_t coll_type_of() {
+  static const std::uint32_t code = coll_type_code(typeid(T).name());
+  return code;
+}
+
 // What every message of a collective carries besides its value: the collective's name (team,
-// sequence number), the step of its algorithm it belongs to (tag), and the kind of collective
-// (checked against the receiver's own).
+// sequence number), the step of its algorithm it belongs to (tag), and its sender's signature.
 struct coll_header {
   std::uint64_t team = no_team_id;
   std::uint64_t seq = 0;
   std::uint32_t tag = 0;
-  coll_kind kind = coll_kind::barrier;
+  coll_signature sig;
 };
 
 // A collective issued on this rank: the team, its sequence number, and the completion event of
@@ -113,6 +132,8 @@ coll_ticket coll_issue(std::uint64_t id, event done, const char* what);
 void coll_deliver(const coll_header& h, int from, std::unique_ptr<coll_box> value);
 // Waits (suspending the calling fiber) for the message (h.tag) of world rank `from`.
 std::unique_ptr<coll_box> coll_receive(const coll_header& h, int from);
+// The collective's task starts on this rank: messages for it are checked against its signature.
+void coll_started(const coll_header& h);
 // The collective took all its messages on this rank.
 void coll_finished(const coll_header& h);
 // Fatal errors, naming the collective and the ranks.
@@ -124,10 +145,10 @@ void coll_wait_previous(event previous);
 // A collective's task on one rank: who is who, and its messages (by team rank).
 class coll_context {
  public:
-  coll_context(const coll_ticket& t, coll_kind k) : info_(t.info) {
+  coll_context(const coll_ticket& t, coll_signature sig) : info_(t.info) {
     h_.team = t.info->id;
     h_.seq = t.seq;
-    h_.kind = k;
+    h_.sig = sig;
   }
   int n() const { return static_cast<int>(info_->members.size()); }
   int me() const { return info_->me; }
@@ -232,12 +253,13 @@ std::vector<T> exchange(const coll_context& c, std::vector<T> out) {
 // Starts a collective's task on this rank and returns its future: body(context) runs the
 // algorithm; the future completes with its result after the team's previous collective here.
 template <class R, class Body>
-future<R> coll_launch(const std::shared_ptr<const team_info>& info, coll_kind kind, const char* what, Body&& body) {
+future<R> coll_launch(const std::shared_ptr<const team_info>& info, coll_signature sig, const char* what, Body&& body) {
   promise<R> p;
   future<R> f = p.get_future();
   coll_ticket t = coll_issue(info->id, f.as_event(), what);
-  task_submit(make_task([p, t = std::move(t), kind, what, b = std::forward<Body>(body)]() mutable {
-    coll_context c(t, kind);
+  task_submit(make_task([p, t = std::move(t), sig, what, b = std::forward<Body>(body)]() mutable {
+    coll_context c(t, sig);
+    coll_started(c.header());
     std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> result;
     try {
       if constexpr (std::is_void_v<R>) {
@@ -303,7 +325,7 @@ class team {
   future<team> split(int color, int key) const {
     auto in = info("rill::team::split");
     return detail::coll_launch<team>(
-        in, detail::coll_kind::split, "rill::team::split", [color, key](const detail::coll_context& c) {
+        in, {detail::coll_kind::split}, "rill::team::split", [color, key](const detail::coll_context& c) {
           std::vector<detail::split_entry> all = detail::tree_gather(c, 0, 0, detail::split_entry{color, key});
           all = detail::tree_broadcast(c, 1, 0, std::move(all));
           if (color < 0) return team();
@@ -330,7 +352,7 @@ class team {
   // Ready once every member has called barrier (dissemination: ceil(log2 n) rounds).
   future<void> barrier() const {
     auto in = info("rill::team::barrier");
-    return detail::coll_launch<void>(in, detail::coll_kind::barrier, "rill::team::barrier",
+    return detail::coll_launch<void>(in, {detail::coll_kind::barrier}, "rill::team::barrier",
                                      [](const detail::coll_context& c) {
                                        const int n = c.n(), me = c.me();
                                        std::uint32_t round = 0;
@@ -346,7 +368,8 @@ class team {
   future<T> broadcast(T value, int root) const {
     auto in = info("rill::team::broadcast");
     detail::coll_check_root(*in, root, "rill::team::broadcast");
-    return detail::coll_launch<T>(in, detail::coll_kind::broadcast, "rill::team::broadcast",
+    return detail::coll_launch<T>(in, {detail::coll_kind::broadcast, root, detail::coll_type_of<T>()},
+                                  "rill::team::broadcast",
                                   [v = std::move(value), root](const detail::coll_context& c) mutable {
                                     return detail::tree_broadcast(c, 0, root, std::move(v));
                                   });
@@ -359,7 +382,7 @@ class team {
     auto in = info("rill::team::reduce");
     detail::coll_check_root(*in, root, "rill::team::reduce");
     return detail::coll_launch<T>(
-        in, detail::coll_kind::reduce, "rill::team::reduce",
+        in, {detail::coll_kind::reduce, root, detail::coll_type_of<T>()}, "rill::team::reduce",
         [v = std::move(value), op = std::move(op), root](const detail::coll_context& c) mutable {
           return detail::tree_reduce(c, 0, root, std::move(v), op);
         });
@@ -370,11 +393,11 @@ class team {
   template <class T, class Op>
   future<T> allreduce(T value, Op op) const {
     auto in = info("rill::team::allreduce");
-    return detail::coll_launch<T>(in, detail::coll_kind::allreduce, "rill::team::allreduce",
-                                  [v = std::move(value), op = std::move(op)](const detail::coll_context& c) mutable {
-                                    return detail::tree_broadcast(c, 1, 0,
-                                                                  detail::tree_reduce(c, 0, 0, std::move(v), op));
-                                  });
+    return detail::coll_launch<T>(
+        in, {detail::coll_kind::allreduce, -1, detail::coll_type_of<T>()}, "rill::team::allreduce",
+        [v = std::move(value), op = std::move(op)](const detail::coll_context& c) mutable {
+          return detail::tree_broadcast(c, 1, 0, detail::tree_reduce(c, 0, 0, std::move(v), op));
+        });
   }
 
   // At root: every member's value, by team rank (empty on the others). Binomial tree.
@@ -382,7 +405,8 @@ class team {
   future<std::vector<T>> gather(T value, int root) const {
     auto in = info("rill::team::gather");
     detail::coll_check_root(*in, root, "rill::team::gather");
-    return detail::coll_launch<std::vector<T>>(in, detail::coll_kind::gather, "rill::team::gather",
+    return detail::coll_launch<std::vector<T>>(in, {detail::coll_kind::gather, root, detail::coll_type_of<T>()},
+                                               "rill::team::gather",
                                                [v = std::move(value), root](const detail::coll_context& c) mutable {
                                                  return detail::tree_gather(c, 0, root, std::move(v));
                                                });
@@ -393,11 +417,11 @@ class team {
   template <class T>
   future<std::vector<T>> allgather(T value) const {
     auto in = info("rill::team::allgather");
-    return detail::coll_launch<std::vector<T>>(in, detail::coll_kind::allgather, "rill::team::allgather",
-                                               [v = std::move(value)](const detail::coll_context& c) mutable {
-                                                 return detail::tree_broadcast(
-                                                     c, 1, 0, detail::tree_gather(c, 0, 0, std::move(v)));
-                                               });
+    return detail::coll_launch<std::vector<T>>(
+        in, {detail::coll_kind::allgather, -1, detail::coll_type_of<T>()}, "rill::team::allgather",
+        [v = std::move(value)](const detail::coll_context& c) mutable {
+          return detail::tree_broadcast(c, 1, 0, detail::tree_gather(c, 0, 0, std::move(v)));
+        });
   }
 
   // one_per_rank[i] goes to team rank i; the result's element i is what team rank i sent here.
@@ -406,7 +430,8 @@ class team {
   future<std::vector<T>> alltoall(std::vector<T> one_per_rank) const {
     auto in = info("rill::team::alltoall");
     check_per_rank(*in, one_per_rank.size(), "rill::team::alltoall");
-    return detail::coll_launch<std::vector<T>>(in, detail::coll_kind::alltoall, "rill::team::alltoall",
+    return detail::coll_launch<std::vector<T>>(in, {detail::coll_kind::alltoall, -1, detail::coll_type_of<T>()},
+                                               "rill::team::alltoall",
                                                [v = std::move(one_per_rank)](const detail::coll_context& c) mutable {
                                                  return detail::exchange(c, std::move(v));
                                                });
@@ -420,7 +445,7 @@ class team {
     auto in = info("rill::team::alltoallv");
     check_per_rank(*in, per_rank.size(), "rill::team::alltoallv");
     return detail::coll_launch<std::vector<std::vector<T>>>(
-        in, detail::coll_kind::alltoallv, "rill::team::alltoallv",
+        in, {detail::coll_kind::alltoallv, -1, detail::coll_type_of<T>()}, "rill::team::alltoallv",
         [v = std::move(per_rank)](const detail::coll_context& c) mutable { return detail::exchange(c, std::move(v)); });
   }
 

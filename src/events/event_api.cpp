@@ -1,12 +1,11 @@
 // The non-template halves of rill::event, rill::user_event and rill::merge.
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
 
+#include "common/demangle.hpp"
 #include "core/outside_threads.hpp"
 #include "events/event_table.hpp"
 #include "events/events_module.hpp"
@@ -126,13 +125,7 @@ void event_trigger(event e) { table("rill: triggering an event").trigger(e, null
 void event_poison(event e, poison_ptr cause) { table("rill: triggering an event").trigger(e, std::move(cause)); }
 
 void event_task_failed(event e, const char* type, const char* what) {
-  std::string name = type;
-  int status = 0;
-  if (char* demangled = abi::__cxa_demangle(type, nullptr, nullptr, &status)) {
-    if (status == 0) name = demangled;
-    std::free(demangled);
-  }
-  event_poison(e, std::make_shared<const poison_info>(poison_info{name + ": " + what, rank_me(), "task"}));
+  event_poison(e, std::make_shared<const poison_info>(poison_info{demangled(type) + ": " + what, rank_me(), "task"}));
 }
 
 namespace {

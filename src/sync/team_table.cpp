@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/demangle.hpp"
 #include "common/log.hpp"
 #include "sync/sync_module.hpp"
 
@@ -18,6 +19,34 @@ const char* kind_name(std::uint8_t k) {
 }
 
 std::string name_of(const coll_header& h) { return fmt::format("collective #{} of team {:#x}", h.seq, h.team); }
+
+// The names of the value types this process has used in collectives, by code: the same binary
+// runs everywhere, so a code names the same type on every rank (a type only the sender used is
+// shown as its code).
+std::mutex type_names_lock;
+std::unordered_map<std::uint32_t, std::string>& type_names() {
+  static std::unordered_map<std::uint32_t, std::string> names;
+  return names;
+}
+
+std::string type_name(std::uint32_t code) {
+  std::lock_guard g(type_names_lock);
+  auto it = type_names().find(code);
+  return it != type_names().end() ? it->second : fmt::format("type #{:08x}", code);
+}
+
+// What a member called, for messages: "broadcast<long> (root 0)".
+std::string call_of(const coll_signature& s) {
+  std::string out = kind_name(static_cast<std::uint8_t>(s.kind));
+  if (s.type != 0) out += "<" + type_name(s.type) + ">";
+  return s.root >= 0 ? fmt::format("{} (root {})", out, s.root) : out;
+}
+
+constexpr const char* same_calls =
+    "members must call the same collectives, with the same root and value type, in the same order";
+
+// Finished collectives of a team remembered with their signatures after all before them finished.
+constexpr std::size_t recent_finished = 64;
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
   x += 0x9e3779b97f4a7c15ull;
@@ -67,7 +96,16 @@ void team_table::deliver(const coll_header& h, int from, std::unique_ptr<coll_bo
     std::lock_guard g(m_);
     mailbox& mb = mailboxes_[{h.team, h.seq}];
     const message_key key{h.tag, from};
-    auto [it, fresh] = mb.messages.try_emplace(key, held_message{static_cast<std::uint8_t>(h.kind), std::move(value)});
+    if (auto f = finished_.find(h.team); f != finished_.end()) {
+      const finished_collectives& done = f->second;
+      if (auto a = done.above.find(h.seq); a != done.above.end()) late_message(h, from, &a->second);
+      if (h.seq < done.below) {
+        auto r = done.recent.find(h.seq);
+        late_message(h, from, r == done.recent.end() ? nullptr : &r->second);
+      }
+    }
+    if (mb.mine && *mb.mine != h.sig) mismatch(h, from, *mb.mine);
+    auto [it, fresh] = mb.messages.try_emplace(key, held_message{h.sig, std::move(value)});
     if (!fresh) fatal("rank {}: {} received step {} from rank {} twice", me_, name_of(h), h.tag, from);
     if (mb.waiter && mb.wanted == key) std::swap(wake, mb.waiter);
   }
@@ -88,26 +126,47 @@ std::unique_ptr<coll_box> team_table::receive(const coll_header& h, int from) {
     g.lock();
     it = mb.messages.find(key);
   }
-  const std::uint8_t kind = it->second.kind;
-  if (kind != static_cast<std::uint8_t>(h.kind)) {
-    fatal("{}: rank {} called {} where rank {} called {} (members must call the same collectives in the same order)",
-          name_of(h), from, kind_name(kind), me_, kind_name(static_cast<std::uint8_t>(h.kind)));
-  }
+  if (it->second.sig != h.sig) mismatch(coll_header{h.team, h.seq, h.tag, it->second.sig}, from, h.sig);
   std::unique_ptr<coll_box> value = std::move(it->second.value);
   mb.messages.erase(it);
   return value;
 }
 
-void team_table::finished(std::uint64_t team, std::uint64_t seq) {
+void team_table::started(const coll_header& h) {
   std::lock_guard g(m_);
-  auto it = mailboxes_.find({team, seq});
+  mailbox& mb = mailboxes_[{h.team, h.seq}];
+  mb.mine = h.sig;
+  for (const auto& [key, msg] : mb.messages)
+    if (msg.sig != h.sig) mismatch(coll_header{h.team, h.seq, key.first, msg.sig}, key.second, h.sig);
+}
+
+void team_table::mismatch(const coll_header& theirs, int from, const coll_signature& mine) {
+  fatal("{}: rank {} called {} where rank {} called {} ({})", name_of(theirs), from, call_of(theirs.sig), me_,
+        call_of(mine), same_calls);
+}
+
+void team_table::finished(const coll_header& h) {
+  std::lock_guard g(m_);
+  finished_collectives& done = finished_[h.team];
+  done.above.emplace(h.seq, h.sig);
+  for (auto a = done.above.begin(); a != done.above.end() && a->first == done.below; a = done.above.erase(a)) {
+    done.recent.insert(*a);
+    ++done.below;
+    if (done.recent.size() > recent_finished) done.recent.erase(done.recent.begin());
+  }
+  auto it = mailboxes_.find({h.team, h.seq});
   if (it == mailboxes_.end()) return;
   if (!it->second.messages.empty()) {
     const auto& [key, msg] = *it->second.messages.begin();
-    fatal("rank {}: collective #{} of team {:#x} ({}) got an unexpected message from rank {} (step {})", me_, seq, team,
-          kind_name(msg.kind), key.second, key.first);
+    late_message(coll_header{h.team, h.seq, key.first, msg.sig}, key.second, &h.sig);
   }
   mailboxes_.erase(it);
+}
+
+void team_table::late_message(const coll_header& h, int from, const coll_signature* mine) {
+  const std::string theirs = call_of(h.sig);
+  fatal("{}: rank {} called {} and sent rank {} a message (step {}) that rank {}'s {} does not take ({})", name_of(h),
+        from, theirs, me_, h.tag, me_, mine ? call_of(*mine) : std::string("collective, finished since,"), same_calls);
 }
 
 // The public API's non-template half.
@@ -136,13 +195,24 @@ std::unique_ptr<coll_box> coll_receive(const coll_header& h, int from) {
   return sync_here("rill::team (a collective)").teams().receive(h, from);
 }
 
-void coll_finished(const coll_header& h) { sync_here("rill::team (a collective)").teams().finished(h.team, h.seq); }
+void coll_started(const coll_header& h) { sync_here("rill::team (a collective)").teams().started(h); }
+
+void coll_finished(const coll_header& h) { sync_here("rill::team (a collective)").teams().finished(h); }
+
+std::uint32_t coll_type_code(const char* mangled_name) {
+  std::uint32_t x = 2166136261u;  // FNV-1a
+  for (const char* c = mangled_name; *c; ++c) x = (x ^ static_cast<unsigned char>(*c)) * 16777619u;
+  if (x == 0) x = 1;
+  std::lock_guard g(type_names_lock);
+  type_names().try_emplace(x, demangled(mangled_name));
+  return x;
+}
 
 void coll_type_mismatch(const coll_header& h, int from) {
   fatal(
       "{} ({}): rank {} sent step {} with another value type than rank {} expects (members must pass the same "
       "types)",
-      name_of(h), kind_name(static_cast<std::uint8_t>(h.kind)), from, h.tag, rank_me());
+      name_of(h), call_of(h.sig), from, h.tag, rank_me());
 }
 
 void coll_failed(const coll_header& h, const char* what, const char* error) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -38,23 +39,37 @@ class team_table {
   // the next collective of the team waits for before it completes.
   coll_ticket issue(std::uint64_t id, event done, const char* what);
 
+  // The collective's task started on this rank: from now on every message for it is compared
+  // with this rank's signature as it arrives (and those that came before, at once).
+  void started(const coll_header& h);
   // A collective's message arrived (or was sent to this rank by itself).
   void deliver(const coll_header& h, int from, std::unique_ptr<coll_box> value);
   // The message (tag, from) of a collective: waits for it (suspending the calling fiber).
   std::unique_ptr<coll_box> receive(const coll_header& h, int from);
-  // The collective has taken every message it expects: its mailbox goes.
-  void finished(std::uint64_t team, std::uint64_t seq);
+  // The collective has taken every message it expects: its mailbox goes, and a message for it
+  // that comes later is an error (members called different collectives).
+  void finished(const coll_header& h);
 
  private:
   struct held_message {
-    std::uint8_t kind;
+    coll_signature sig;  // the sender's
     std::unique_ptr<coll_box> value;
   };
+  // The collectives of a team this rank has finished: all below `below`, and those in `above`
+  // with their signatures (a message for any of them names what this rank called).
+  struct finished_collectives {
+    std::uint64_t below = 0;
+    std::map<std::uint64_t, coll_signature> above;
+    std::map<std::uint64_t, coll_signature> recent;  // the last few below `below`, for messages
+  };
+  [[noreturn]] void mismatch(const coll_header& theirs, int from, const coll_signature& mine);
+  [[noreturn]] void late_message(const coll_header& h, int from, const coll_signature* mine);
   using message_key = std::pair<std::uint32_t, int>;  // (tag, sender's world rank)
   struct mailbox {
     std::map<message_key, held_message> messages;
     latch* waiter = nullptr;  // the collective's task, waiting for `wanted`
     message_key wanted{};
+    std::optional<coll_signature> mine;  // once the collective's task has started here
   };
   struct team_state {
     std::shared_ptr<const team_info> info;
@@ -66,6 +81,7 @@ class team_table {
   std::mutex m_;
   std::unordered_map<std::uint64_t, team_state> teams_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, mailbox> mailboxes_;  // by (team, seq)
+  std::unordered_map<std::uint64_t, finished_collectives> finished_;      // by team
 };
 
 }  // namespace rill::detail

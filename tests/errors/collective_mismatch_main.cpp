@@ -1,0 +1,31 @@
+// Rank 0 calls one collective while the others call another (argv[1] says which pair): under
+// mpirun the program must stop with exit code 3 naming both calls, not exit 0 or hang.
+#include <cstdio>
+#include <string>
+
+#include "rill/rill.hpp"
+
+int main(int argc, char** argv) {
+  rill::runtime rt(argc, argv);
+  const std::string pair = argc > 1 ? argv[1] : "";
+  const auto plus = [](long a, long b) { return a + b; };
+  return rt.run_spmd([&] {
+    const bool first = rill::rank_me() == 0;
+    rill::team w = rill::team::world();
+    if (pair == "broadcast-reduce") {
+      if (first)
+        std::printf("broadcast gave %ld\n", w.broadcast(7L, 0).get());
+      else
+        std::printf("reduce gave %ld\n", w.reduce(1L, plus, 0).get());
+    } else if (pair == "allreduce-barrier") {
+      if (first)
+        std::printf("allreduce gave %ld\n", w.allreduce(1L, plus).get());
+      else
+        w.barrier().wait();
+    } else {
+      std::fprintf(stderr, "usage: %s broadcast-reduce|allreduce-barrier\n", argv[0]);
+      return 2;
+    }
+    return 0;
+  });
+}
