@@ -109,7 +109,9 @@ bool dispatcher::run_received(worker& w) {
     ran = true;
     fiber_rec* fiber = w.current_fiber();
     const int previous = fiber->message_source;
+    const std::uint16_t previous_handler = fiber->message_handler;
     fiber->message_source = source;
+    fiber->message_handler = m.id;
     try {
       decoding = {this, &rb};
       const std::uint64_t traced_start = trace::span_begin();
@@ -125,6 +127,7 @@ bool dispatcher::run_received(worker& w) {
       fatal("the handler of a message from rank {} to rank {} threw: {}", source, id_, e.what());
     }
     fiber->message_source = previous;
+    fiber->message_handler = previous_handler;
     if (!m.control) worker_counters::bump(w.counters().messages_handled);
   }
   return ran;

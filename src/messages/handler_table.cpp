@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/demangle.hpp"
 #include "messages/wire_format.hpp"
 
 namespace rill::detail {
@@ -17,7 +18,8 @@ namespace {
 
 struct entry {
   handler_fn fn;
-  const char* name;
+  const char* name;      // mangled: part of the build's fingerprint
+  std::string readable;  // demangled, for messages
 };
 
 // Function-local static: safe to use from other translation units' static initialisers.
@@ -67,13 +69,13 @@ std::uint32_t register_handler(handler_fn fn, const char* name) {
     std::fprintf(stderr, "rill: fatal: more than %u distinct active-message handlers\n", wire::max_handler_id);
     std::abort();
   }
-  t.push_back({fn, name});
+  t.push_back({fn, name, demangled(name)});
   return static_cast<std::uint32_t>(t.size() - 1);
 }
 
 std::size_t handler_count() { return table().size(); }
 handler_fn handler_at(std::uint16_t id) { return table()[id].fn; }
-const char* handler_name(std::uint16_t id) { return table()[id].name; }
+const char* handler_name(std::uint16_t id) { return table()[id].readable.c_str(); }
 
 std::uint64_t build_fingerprint() {
   std::uint64_t h = executable_build_id();

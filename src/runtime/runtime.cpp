@@ -20,6 +20,7 @@
 #include "runtime/stats_report.hpp"
 #include "runtime/termination.hpp"
 #include "scheduler/deep_stack.hpp"
+#include "scheduler/fault_report.hpp"
 #include "trace/recorder.hpp"
 #include "trace/trace_file.hpp"
 #include "transport/transport.hpp"
@@ -102,6 +103,8 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
           ? detail::make_mpi_transport(cfg, &detail::deep_call,
                                        {detail::build_fingerprint(), detail::options_every_rank_must_share(cfg)})
           : detail::make_local_transport(cfg);
+  detail::install_fault_report();
+  detail::set_fault_handler_names(&detail::handler_name);
   if (!opts.was_given("workers")) cfg.workers = impl_->transport->cores_per_rank();
   // Collective, like the start-up agreement: every rank learns the same description of the machine.
   const auto machine = detail::build_machine(*impl_->transport, cfg.workers);

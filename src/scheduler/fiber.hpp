@@ -60,6 +60,7 @@ struct fiber_rec {
   // The rank whose message handler runs on this fiber (-1: none). Per fiber, not per thread: a
   // handler that waits is resumed after other handlers ran on the same thread.
   int message_source = -1;
+  std::uint16_t message_handler = 0;  // and its handler's id (for a crash's report)
   // When the stretch of the task running on this fiber began (trace/hooks.hpp span_begin); 0: none.
   // A task that parks ends its stretch and starts another when resumed, so spans nest per worker.
   std::uint64_t trace_task_start = 0;

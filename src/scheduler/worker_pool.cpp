@@ -7,6 +7,8 @@
 #include <string>
 #include <thread>
 
+#include "scheduler/fault_report.hpp"
+
 namespace rill::detail {
 
 worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us,
@@ -25,6 +27,7 @@ void worker_pool::start(int rank) {
     raw->thread_ = std::thread([raw, rank] {
       const std::string name = "rill-r" + std::to_string(rank) + "w" + std::to_string(raw->index());
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      prepare_fault_report(rank);
       raw->thread_main();
     });
   }
