@@ -52,6 +52,20 @@ void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes);
 event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, std::vector<lent_piece>&& lent);
 // A per-thread scratch vector for serialization, reused to avoid an allocation per message.
 std::vector<std::byte>& am_scratch();
+// Throws rill::misuse_error when a word of the `bytes` of a callable sent to `dest`, another rank,
+// holds an address on the sending task's stack: a local captured by reference, which means
+// nothing on `dest` (under MPI; the local transport shares one address space and hides it).
+void check_no_stack_captures(int dest, const void* bytes, std::size_t size);
+
+// In a debug build of the program (NDEBUG unset, as UPC++'s debug codemode): checks the callable
+// of every message to another rank for captured stack addresses; nothing in a release build.
+template <class F>
+void check_captures([[maybe_unused]] int dest, [[maybe_unused]] const F& fn) {
+#ifndef NDEBUG
+  if constexpr (!std::is_pointer_v<F> && !std::is_empty_v<F> && sizeof(F) >= sizeof(void*))
+    check_no_stack_captures(dest, static_cast<const void*>(&fn), sizeof(F));
+#endif
+}
 
 template <class F>
 constexpr std::size_t callable_bytes() {
@@ -142,6 +156,7 @@ template <class F, class... Args>
 void send(int dest, F&& fn, Args&&... args) {
   using Fn = std::decay_t<F>;
   detail::check_sendable<Fn, Args...>();
+  detail::check_captures(dest, fn);
   using H = detail::am_handler<Fn, std::decay_t<Args>...>;
   const std::uint32_t id = detail::handler_id<H>::value;
   if constexpr (detail::all_trivially_copyable<std::decay_t<Args>...>) {
@@ -173,6 +188,7 @@ event send_zero_copy(int dest, F&& fn, Args&&... args) {
   detail::check_sendable<Fn, Args...>();
   static_assert((detail::is_view<std::decay_t<Args>>::value || ...),
                 "rill::am::send_zero_copy: no rill::view argument, nothing to leave in place (use send)");
+  detail::check_captures(dest, fn);
   using H = detail::am_handler<Fn, std::decay_t<Args>...>;
   std::vector<std::byte> buf(detail::am_payload_offset + H::fn_bytes);
   detail::store_callable<Fn>(buf.data() + detail::am_payload_offset, fn);

@@ -1,5 +1,8 @@
 // The non-template halves of rill/am.hpp: a message's reservation, commit and flush, and the
 // copy-free send of a large payload.
+#include <fmt/format.h>
+
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -7,6 +10,8 @@
 #include "messages/messenger.hpp"
 #include "messages/wire_format.hpp"
 #include "rill/am.hpp"
+#include "rill/error.hpp"
+#include "scheduler/fiber.hpp"
 
 namespace rill::detail {
 
@@ -24,6 +29,25 @@ std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes) {
   messenger& m = sending_messenger(dest);
   count_sent(1);
   return m.agg().reserve(dest, static_cast<std::uint16_t>(id), bytes);
+}
+
+void check_no_stack_captures(int dest, const void* bytes, std::size_t size) {
+  worker* w = current_worker();
+  if (w == nullptr || dest == current_messenger("rill::am::send").id()) return;
+  const fiber_rec* f = w->current_fiber();
+  const auto low = reinterpret_cast<std::uintptr_t>(f->stack_bottom), high = low + f->stack_size;
+  if (low == 0) return;
+  for (std::size_t at = 0; at + sizeof(std::uintptr_t) <= size; at += alignof(std::uintptr_t)) {
+    std::uintptr_t word = 0;
+    std::memcpy(&word, static_cast<const std::byte*>(bytes) + at, sizeof word);
+    if (word >= low && word < high)
+      throw misuse_error(fmt::format(
+          "rill::am::send to rank {}: the callable holds {:#x}, an address on the sending task's stack (bytes {} to "
+          "{} of the callable): a local captured by reference, or its address, means nothing on rank {} (under MPI; "
+          "the local transport shares one address space and hides it); capture it by value or pass it as an "
+          "argument",
+          dest, word, at, at + sizeof word, dest));
+  }
 }
 
 void am_commit(int dest) { tls_module<messenger>->agg().commit(dest); }  // am_reserve found it
