@@ -444,7 +444,19 @@ void event_table::on_trigger(event e, event_waiter* w) {
 
 void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) {
   owned_slot* s = find_slot(slot);
-  if (!s) throw decode_error(fmt::format("subscription from rank {} to unknown event slot {}", from, slot));
+  if (!s) {
+    // A handle this rank never made (built from bits, or kept from another run): the asking
+    // rank's wait fails naming it; the owner goes on.
+    const std::string handle = fmt::format("(rank {}, slot {}, gen {})", me_, slot, gen);
+    count_sent(&sent_counts::notifications, 1);
+    send_notify(from, slot, gen,
+                {poison_wire{gen, me_,
+                             fmt::format("rank {} has no event {}: the handle was not made by Rill in this run (built "
+                                         "from bits, or kept from another run)",
+                                         me_, handle),
+                             "event::wait"}});
+    return;
+  }
   std::uint64_t through;
   std::vector<poison_wire> wire;
   {

@@ -68,6 +68,35 @@ TEST_P(events, remote_waiters_and_pollers_see_a_trigger_from_a_non_owner) {
             0);
 }
 
+// A handle made from bits, owned by another rank: waiting on it fails with an error naming the
+// handle (the owner answers, and goes on), where the owner used to stop the job as if a message
+// were corrupt.
+TEST_P(events, a_handle_another_rank_never_made_poisons_the_wait_and_the_run_goes_on) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          if (n < 2) return;
+                          const rill::event bogus =
+                              rill::event::from_parts(static_cast<std::uint32_t>(n - 1), 0x7654321, 7);
+                          try {
+                            bogus.wait();
+                            ADD_FAILURE() << "a wait on a handle no rank made returned";
+                          } catch (const rill::poisoned_error& e) {
+                            const std::string what = e.what();
+                            EXPECT_NE(what.find("has no event (rank " + std::to_string(n - 1) + ", slot 124076833"),
+                                      std::string::npos)
+                                << what;
+                          }
+                          EXPECT_TRUE(bogus.poisoned());
+                          // The owner is alive and answers real events.
+                          rill::user_event e = rill::user_event::create();
+                          rill::proc(n - 1).spawn([](rill::user_event ev) { ev.trigger(); }, e);
+                          e.wait();
+                          rill::proc(n - 1).spawn([] {}).wait();
+                        }),
+            0);
+}
+
 TEST_P(events, chain_of_tasks_around_the_ranks) {
   EXPECT_EQ(run_checked(GetParam(),
                         [] {
