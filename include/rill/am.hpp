@@ -146,6 +146,10 @@ constexpr void check_sendable() {
                 "pass other data as arguments");
   static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
                 "rill::am::send: the callable cannot be called with these arguments");
+  static_assert((sendable_value<std::decay_t<Args>> && ...),
+                "rill: an argument of this message cannot be sent to another rank (see `Args` in the "
+                "instantiation above): give its type a `template <class A> void serialize(A& a) { a(field, ...); }` "
+                "member (cereal), make it trivially copyable, or send its fields instead");
 }
 
 }  // namespace rill::detail

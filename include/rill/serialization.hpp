@@ -68,6 +68,14 @@ struct is_contiguous_trivial<std::vector<U, A>>
 template <class C, class Tr, class A>
 struct is_contiguous_trivial<std::basic_string<C, Tr, A>> : std::true_type {};
 
+// Whether Rill can put a value of type T in a message: a view, trivially copyable, a vector or
+// string of trivially copyable elements, or anything cereal serializes (a serialize member, or
+// the standard containers cereal knows).
+template <class T>
+inline constexpr bool sendable_value =
+    is_view<T>::value || std::is_trivially_copyable_v<T> || is_contiguous_trivial<T>::value ||
+    cereal::traits::is_output_serializable<T, vector_output_archive>::value;
+
 // Reads one value: trivially copyable ones (including raw pointers, which cereal refuses) as their
 // bytes; contiguous_trivial ones as a length and a block; a view in place; the rest through cereal.
 template <class T>
@@ -105,7 +113,11 @@ void load_one(bounded_input_archive& ar, T& v) {
       v = T::received(copy.get(), static_cast<std::size_t>(n), copy);
     }
   } else {
-    ar(v);
+    // Said here rather than by cereal, whose errors never name Rill or the value.
+    static_assert(sendable_value<T>,
+                  "rill: this type cannot travel in a message (see T above): give it a "
+                  "serialize(Archive&) member (cereal) or make it trivially copyable");
+    if constexpr (sendable_value<T>) ar(v);
   }
 }
 
@@ -163,7 +175,10 @@ void save_one(lending_output& to, const T& value) {
     to.write(&n, sizeof n);
     to.write(value.data(), static_cast<std::size_t>(n) * sizeof(typename T::value_type));
   } else {
-    to.archive()(value);
+    static_assert(sendable_value<T>,
+                  "rill: this type cannot travel in a message (see T above): give it a "
+                  "serialize(Archive&) member (cereal) or make it trivially copyable");
+    if constexpr (sendable_value<T>) to.archive()(value);
   }
 }
 
