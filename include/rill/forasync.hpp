@@ -241,6 +241,17 @@ void finish_forasync_run(const loop_range (&r)[D], F&& fn, loop_mode mode) {
   rill::finish([&] { body.start(mode); });
 }
 
+// A body that can be called only as non-const (a `mutable` lambda): the loops below take it by
+// these overloads, which say what is wrong instead of "no matching function".
+template <class F, class... Index>
+concept mutable_loop_body =
+    !std::invocable<const std::decay_t<F>&, Index...> && std::invocable<std::decay_t<F>&, Index...>;
+template <class F>
+inline constexpr bool const_loop_body = false;
+#define RILL_CONST_BODY_MESSAGE                                                                                \
+  "rill::forasync: the body runs on many workers at once and is called as const, so it cannot be a `mutable` " \
+  "lambda: drop `mutable`, and keep per-iteration state in locals (or atomics)"
+
 }  // namespace detail
 
 // ---- forasync: start the tiles, return at once (wrap in rill::finish to wait) ------------------
@@ -308,6 +319,46 @@ requires std::invocable < const std::decay_t<F>
   const loop_range r[3] = {i, j, k};
   detail::finish_forasync_run<3>(r, fn, mode);
 }
+
+// ---- a `mutable` body: refused with a message that says why ----------------------------------
+
+template <detail::mutable_loop_body<std::int64_t> F>
+void forasync(loop_range, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t> F>
+void forasync(std::int64_t, std::int64_t, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t, std::int64_t> F>
+void forasync(loop_range, loop_range, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t, std::int64_t, std::int64_t> F>
+void forasync(loop_range, loop_range, loop_range, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t> F>
+void finish_forasync(loop_range, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t> F>
+void finish_forasync(std::int64_t, std::int64_t, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t, std::int64_t> F>
+void finish_forasync(loop_range, loop_range, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t, std::int64_t, std::int64_t> F>
+void finish_forasync(loop_range, loop_range, loop_range, F&&, loop_mode = loop_mode::chunked) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+template <detail::mutable_loop_body<std::int64_t> F>
+void parallel_for(std::int64_t, std::int64_t, F&&, std::int64_t = 0) {
+  static_assert(detail::const_loop_body<F>, RILL_CONST_BODY_MESSAGE);
+}
+#undef RILL_CONST_BODY_MESSAGE
 
 // Grappa's parallel_for: indices lo..hi-1 by recursive decomposition down to `threshold`
 // iterations per task (0: the default tile); returns when all have run.
