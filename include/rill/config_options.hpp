@@ -51,7 +51,7 @@
     "payloads above this size travel on their own, not copied into buffers")
 
 #define RILL_EVENTS_OPTIONS(X)                                                                                        \
-  X(events, "event-graph", event_graph, std::string, "", path, from_config, same,                                     \
+  X(events, "event-graph", event_graph, std::string, "", path, from_config, per_rank,                                 \
     "record the event graph; at the end each rank writes PATH.rankN.dot (and the whole graph to PATH when all ranks " \
     "share this process), see docs/debugging.md")                                                                     \
   X(events, "hang-report-s", hang_report_s, double, 30, seconds(0, 1e6), from_config, per_rank,                       \
