@@ -44,7 +44,10 @@ struct option_spec {
 // The kinds of value an option takes (the `kind` column of rill/config_options.hpp): each reads a
 // value into a field of type T, and shows a field's value as --rill:help prints it.
 
+// (Constructors, not aggregates: the lists write number(1, 1024), which clang before 16 does not
+// accept for an aggregate.)
 struct number {
+  constexpr number(std::uint64_t lo, std::uint64_t hi) : min(lo), max(hi) {}
   std::uint64_t min, max;
   static constexpr bool bare = false;
   template <class T>
@@ -64,6 +67,7 @@ struct number {
 // Byte counts accept a K/M/G/T (binary) suffix: 64K, 4KiB, 1M; help shows the largest suffix that
 // divides them: 65536 is 64KiB.
 struct bytes {
+  constexpr bytes(std::size_t lo = 0, std::size_t hi = 0) : min(lo), max(hi) {}
   std::size_t min, max;
   static constexpr bool bare = false;
   template <class T>
@@ -119,6 +123,7 @@ struct ring_bytes_kind {
 constexpr ring_bytes_kind ring_bytes;
 
 struct seconds {
+  constexpr seconds(double lo, double hi) : min(lo), max(hi) {}
   double min, max;
   static constexpr bool bare = false;
   template <class T>
