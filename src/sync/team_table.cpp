@@ -164,9 +164,9 @@ void team_table::finished(const coll_header& h) {
 }
 
 void team_table::late_message(const coll_header& h, int from, const coll_signature* mine) {
-  const std::string theirs = call_of(h.sig);
   fatal("{}: rank {} called {} and sent rank {} a message (step {}) that rank {}'s {} does not take ({})", name_of(h),
-        from, theirs, me_, h.tag, me_, mine ? call_of(*mine) : std::string("collective, finished since,"), same_calls);
+        from, call_of(h.sig), me_, h.tag, me_, mine ? call_of(*mine) : std::string("collective, finished since,"),
+        same_calls);
 }
 
 // The public API's non-template half.
