@@ -19,6 +19,9 @@ enum class gas_cache_policy { unbounded, lru, random };
 // or (an opt-in for speed) on all but single-element operations through a mapped segment, which
 // then check bounds only and may write into memory allocated since.
 enum class tag_checks { every, home };
+// What the end of a run does about errors nobody observed: poisoned events that no one waited on,
+// queried or passed on (rill/event.hpp, docs/debugging.md).
+enum class unobserved_policy { fatal, warn, ignore };
 
 // One field per option of rill/config_options.hpp, with its default there.
 struct config {

@@ -56,7 +56,11 @@
     "share this process), see docs/debugging.md")                                                                     \
   X(events, "hang-report-s", hang_report_s, double, 30, seconds(0, 1e6), from_config, per_rank,                       \
     "seconds without any event triggering on a rank that has waiters before it prints what it waits on (0 = never; "  \
-    "fractions allowed)")
+    "fractions allowed)")                                                                                             \
+  X(events, "unobserved-errors", unobserved_errors, unobserved_policy, unobserved_policy::fatal, unobserved_names,    \
+    from_config, per_rank,                                                                                            \
+    "a poisoned event nobody waited on, queried or passed on (a failed proc::spawn, a dropped rpc future) is "        \
+    "reported when the run ends: fatal (the run exits 3), warn (it exits as it would have), ignore (no report)")
 
 #define RILL_GLOBAL_OPTIONS(X)                                                                                        \
   X(global, "segment", segment_bytes, std::size_t, std::size_t{128} << 20, bytes(128 * 1024, std::size_t{1} << 40),   \

@@ -209,6 +209,9 @@ constexpr auto gas_cache_names = word_list(word<gas_cache_policy>{"unbounded", g
                                            word<gas_cache_policy>{"random", gas_cache_policy::random});
 constexpr auto tag_check_names =
     word_list(word<tag_checks>{"every", tag_checks::every}, word<tag_checks>{"home", tag_checks::home});
+constexpr auto unobserved_names = word_list(word<unobserved_policy>{"fatal", unobserved_policy::fatal},
+                                            word<unobserved_policy>{"warn", unobserved_policy::warn},
+                                            word<unobserved_policy>{"ignore", unobserved_policy::ignore});
 constexpr auto log_levels =
     word_list(word<std::string_view>{"trace", "trace"}, word<std::string_view>{"debug", "debug"},
               word<std::string_view>{"info", "info"}, word<std::string_view>{"warn", "warn"},

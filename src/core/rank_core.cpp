@@ -83,6 +83,11 @@ std::vector<rill::counter> rank_core::counters() {
   return std::move(out.list);
 }
 
+int rank_core::end_of_run(int exit_code) {
+  for (rank_module* m : modules().in_order()) exit_code = m->end_of_run(exit_code);
+  return exit_code;
+}
+
 rank_core& current_core(const char* what) {
   worker* w = current_worker();
   if (!w) throw_outside_worker(what);

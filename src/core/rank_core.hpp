@@ -39,6 +39,9 @@ class rank_core final : public rank_services {
   // Stops the rank's workers; the rank's run returns `exit_code`.
   void stop(int exit_code);
   int exit_code() const { return exit_code_; }
+  // After its workers stopped: each module's end-of-run checks, in order of addition, which may
+  // change the run's exit code (`exit_code` is the code so far, for all the process's ranks).
+  int end_of_run(int exit_code);
   // The rank's counters, summed over its workers.
   rill::rank_stats stats();
   // Every counter of the rank: the core's (scheduler, messages), then each module's in order.

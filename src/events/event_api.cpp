@@ -50,7 +50,7 @@ bool event::has_triggered() const {
   if (is_none()) return true;
   if (!detail::in_task())
     return detail::call_from_outside(owner(), "rill::event::has_triggered", [this] { return has_triggered(); });
-  return table("rill::event::has_triggered").query(*this).triggered;
+  return table("rill::event::has_triggered").query(*this, false).triggered;
 }
 
 bool event::poisoned() const {
@@ -200,7 +200,7 @@ event merge_span(std::span<const event> events) {
   pending.reserve(events.size());
   for (const event& e : events) {
     if (e.is_none()) continue;
-    const auto s = t.query(e);
+    const auto s = t.query(e, false);  // (a poisoned input is the result: it is passed on, not observed)
     if (s.triggered && s.known) {
       if (s.cause) return e;  // a poisoned input: the merge is poisoned with its cause
       continue;

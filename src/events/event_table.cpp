@@ -34,6 +34,12 @@ void send_subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
       owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_subscribe(am::sender(), s, g); }, slot, gen);
 }
 
+// Tells the owner that a poisoned generation this rank triggered was observed here after all.
+void send_observed(int owner, std::uint32_t slot, std::uint64_t gen) {
+  am::send(
+      owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_observed(am::sender(), s, g); }, slot, gen);
+}
+
 void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned) {
   if (poisoned.empty()) {
     am::send(
@@ -50,7 +56,9 @@ void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::v
 
 // `notify_me`: the triggering rank still has waiters for earlier generations that rely on the
 // owner's word, so the owner must notify it too (otherwise it leaves it out, as Realm does).
-void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison_ptr& cause, bool notify_me) {
+// `seen`: waiters on this rank ran with the (poisoned) cause.
+void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison_ptr& cause, bool notify_me,
+                  bool seen) {
   if (!cause) {
     am::send(
         owner,
@@ -61,10 +69,10 @@ void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison
   } else {
     am::send(
         owner,
-        [](std::uint32_t s, std::uint64_t g, bool again, const poison_wire& p) {
-          table_here().on_remote_trigger(am::sender(), s, g, from_wire(p), again);
+        [](std::uint32_t s, std::uint64_t g, bool again, bool seen, const poison_wire& p) {
+          table_here().on_remote_trigger(am::sender(), s, g, from_wire(p), again, seen);
         },
-        slot, gen, notify_me, poison_wire{gen, cause->rank, cause->reason, cause->operation});
+        slot, gen, notify_me, seen, poison_wire{gen, cause->rank, cause->reason, cause->operation});
   }
 }
 
@@ -211,7 +219,8 @@ void event_table::trigger(event e, poison_ptr cause) {
     trigger_remote(e, std::move(cause));
 }
 
-void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from) {
+void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from,
+                                bool seen_by_from) {
   const std::uint64_t flow = trace::enabled() ? trace::event_flow(trace::event_id(me_, index, gen)) : 0;
   trace::instant<trace::kind::event_trigger>(flow, static_cast<std::uint64_t>(me_), index);
   if (trace_.graph_on())
@@ -242,7 +251,6 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
             fmt::format("rill: event (rank {}, slot {}, generation {}) triggered twice", me_, index, gen));
       }
       s->triggered = true;
-      if (cause) s->more().poisoned.push_back({gen, cause});
       waiters = std::exchange(s->waiters, nullptr);
       first = std::exchange(s->subscriber, -1);
       if (s->extra) subscribers.swap(s->extra->subscribers);
@@ -257,6 +265,8 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
             subscribers.push_back(from);
         }
       }
+      if (cause)
+        s->more().poisoned.push_back({gen, cause, waiters || first >= 0 || !subscribers.empty() || seen_by_from});
       reuse = s->poisoned().size() < max_poisoned_generations;
       s->retired = !reuse;
     }
@@ -291,7 +301,6 @@ event_waiter* event_table::trigger_pinned_locked(owned_slot& s, std::uint32_t in
     throw misuse_error(fmt::format("rill: pinned event (rank {}, slot {}) triggered generation {} while {} is current",
                                    me_, index, gen, s.gen));
   }
-  if (cause) s.more().poisoned.push_back({gen, cause});
   // Waiters for this generation run; those for later ones stay.
   event_waiter* ready = nullptr;
   event_waiter* later = nullptr;
@@ -309,6 +318,7 @@ event_waiter* event_table::trigger_pinned_locked(owned_slot& s, std::uint32_t in
     for (const auto& [rank, upto] : subscribed) subscribers.push_back(rank);
     std::erase_if(subscribed, [gen](const auto& p) { return p.second <= gen; });
   }
+  if (cause) s.more().poisoned.push_back({gen, cause, ready || !subscribers.empty()});
   s.gen = gen + 1;  // the next generation begins at once; `triggered` stays false
   return ready;
 }
@@ -328,6 +338,7 @@ void event_table::trigger_remote(event e, poison_ptr cause) {
     }
     rec.local_gen = e.generation();
     rec.local_cause = cause;
+    rec.local_seen = false;
     // This rank's own waiters for this generation go on at once; the owner tells the others.
     event_waiter** link = &rec.waiters;
     while (event_waiter* w = *link) {
@@ -346,13 +357,14 @@ void event_table::trigger_remote(event e, poison_ptr cause) {
     // subscribe again rather than count on an answer that will not come.
     notify_me = rec.waiters != nullptr;
     if (!notify_me) rec.subscribed = rec.known;
+    rec.local_seen = ready != nullptr;
   }
   count_sent(&sent_counts::triggers, 1);
-  send_trigger(e.owner(), e.slot(), e.generation(), cause, notify_me);
+  send_trigger(e.owner(), e.slot(), e.generation(), cause, notify_me, ready != nullptr);
   fire_waiters(ready);
 }
 
-event_status event_table::query(event e) {
+event_status event_table::query(event e, bool observe) {
   if (e.is_none()) return {true, true, nullptr};
   check_owner(e, "rill::event");
   if (e.owner() == me_) {
@@ -364,19 +376,30 @@ event_status event_table::query(event e) {
       throw misuse_error(fmt::format("rill: event generation {} of slot {} that rank {} never created", e.generation(),
                                      e.slot(), me_));
     }
-    if (e.generation() < s->gen || s->triggered) return {true, true, find_poison(s->poisoned(), e.generation())};
+    if (e.generation() < s->gen || s->triggered)
+      return {true, true, observe ? s->observe_poison(e.generation()) : find_poison(s->poisoned(), e.generation())};
     return {};
   }
   const std::uint64_t key = remote_key(e.owner(), e.slot());
+  event_status status;
+  bool tell_owner = false;
   {
     shard& sh = shard_of(key);
     std::lock_guard g(sh.m);
     remote_slot& rec = remote_.at(e.owner(), e.slot());
     if (e.generation() <= rec.known) return {true, true, find_poison(rec.poisoned, e.generation())};
-    if (e.generation() == rec.local_gen) return {true, true, rec.local_cause};
-    if (e.generation() < rec.local_gen) return {true, false, nullptr};  // a later one was created: triggered
-    if (rec.subscribed >= e.generation()) return {};
-    rec.subscribed = e.generation();
+    if (e.generation() == rec.local_gen) {
+      status = {true, true, rec.local_cause};
+      tell_owner = observe && observe_local_cause(rec);
+    } else {
+      if (e.generation() < rec.local_gen) return {true, false, nullptr};  // a later one was created: triggered
+      if (rec.subscribed >= e.generation()) return {};
+      rec.subscribed = e.generation();
+    }
+  }
+  if (status.triggered) {
+    if (tell_owner) send_observed(e.owner(), e.slot(), e.generation());
+    return status;
   }
   subscribe(e.owner(), e.slot(), e.generation());
   return {};
@@ -413,12 +436,13 @@ void event_table::on_trigger(event e, event_waiter* w) {
         s->waiters = w;
         return;
       }
-      w->cause = find_poison(s->poisoned(), e.generation());
+      w->cause = s->observe_poison(e.generation());
     }
     fire_waiters(w);
     return;
   }
   const std::uint64_t key = remote_key(e.owner(), e.slot());
+  bool tell_owner = false;
   {
     shard& sh = shard_of(key);
     std::lock_guard g(sh.m);
@@ -427,6 +451,7 @@ void event_table::on_trigger(event e, event_waiter* w) {
       w->cause = find_poison(rec.poisoned, e.generation());
     } else if (e.generation() == rec.local_gen) {
       w->cause = rec.local_cause;
+      tell_owner = observe_local_cause(rec);
     } else {
       // Untriggered, or inferred triggered with an unknown cause: wait for the owner's word.
       w->next = rec.waiters;
@@ -436,6 +461,7 @@ void event_table::on_trigger(event e, event_waiter* w) {
       w = nullptr;
     }
   }
+  if (tell_owner) send_observed(e.owner(), e.slot(), e.generation());
   if (w)
     fire_waiters(w);
   else
@@ -474,6 +500,8 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
       // arrived (covered by it, as they are earlier): tell it what has triggered so far.
       if (s->gen == 1) return;
       through = s->gen - 1;
+      // The rank hears of every poisoned phase so far (its waiters may be for any of them).
+      for (poisoned_gen& p : s->more().poisoned) p.observed = true;
       wire = to_wire(s->poisoned());
     } else {
       if (gen > s->gen) throw decode_error(fmt::format("subscription from rank {} to a future generation", from));
@@ -483,6 +511,7 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
       }
       // Already triggered (the subscription crossed the trigger): answer at once.
       through = s->triggered ? s->gen : s->gen - 1;
+      s->observe_poison(gen);
       wire = to_wire(s->poisoned());
     }
   }
@@ -490,9 +519,24 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
   send_notify(from, slot, through, wire);
 }
 
-void event_table::on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause,
-                                    bool notify_from) {
-  trigger_owned(slot, gen, std::move(cause), from, notify_from);
+void event_table::on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause, bool notify_from,
+                                    bool seen) {
+  trigger_owned(slot, gen, std::move(cause), from, notify_from, seen);
+}
+
+bool event_table::observe_local_cause(remote_slot& rec) {
+  if (!rec.local_cause || rec.local_seen) return false;
+  rec.local_seen = true;
+  return true;
+}
+
+void event_table::on_observed(int from, std::uint32_t slot, std::uint64_t gen) {
+  owned_slot* s = find_slot(slot);
+  if (!s)
+    throw decode_error(
+        fmt::format("rank {} observed an error of slot {}, which rank {} never created", from, slot, me_));
+  std::lock_guard g(s->m);
+  s->observe_poison(gen);
 }
 
 void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through,

@@ -61,7 +61,9 @@ class event_table {
   void trigger(event e, poison_ptr cause);
   // The status of e as this rank knows it now; for a remote untriggered event, subscribes to the
   // owner when this rank has not yet subscribed to that generation.
-  event_status query(event e);
+  // A poisoned cause returned counts as observed (unobserved_errors.cpp) unless `observe` is false:
+  // the caller only asks whether it triggered, or hands on the event itself (a merge of it).
+  event_status query(event e, bool observe = true);
   // Registers w to run when e triggers; runs it at once (through fire) when e has triggered.
   void on_trigger(event e, event_waiter* w);
 
@@ -69,6 +71,14 @@ class event_table {
 
   // Seeing the graph (event_trace.cpp, docs/debugging.md).
   event_trace& trace() { return trace_; }
+  // The poisoned generations of events owned here that nobody observed (see poisoned_gen), with
+  // what created each when known. Call when the rank's workers have stopped.
+  struct unobserved_error {
+    event e;
+    poison_ptr cause;
+    std::string created_by;  // "" when not known
+  };
+  std::vector<unobserved_error> unobserved_errors();
   // Notes which operation created `e` (owned here), for the hang report and the graph.
   void set_op(event e, op_kind op, int arg = -1);
   // From an idle worker: prints the hang report once the rank has been quiet for the hang time.
@@ -78,8 +88,12 @@ class event_table {
 
   // Message handlers (run on this rank).
   void on_subscribe(int from, std::uint32_t slot, std::uint64_t gen);
-  void on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause, bool notify_from);
+  // `seen`: rank `from` ran waiters of its own with the cause (so the error was observed there).
+  void on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause, bool notify_from,
+                         bool seen = false);
   void on_notify(int owner, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned);
+  // Rank `from` passed on the poisoned generation `gen` of `slot`, which it triggered itself.
+  void on_observed(int from, std::uint32_t slot, std::uint64_t gen);
 
  private:
   // What few slots need: more than one remote subscriber, poisoned generations, a barrier's
@@ -117,6 +131,16 @@ class event_table {
       return *extra;
     }
     const std::vector<poisoned_gen>& poisoned() const { return extra ? extra->poisoned : no_poison; }
+    // The cause of generation `gen` (null: not poisoned), which its caller now passes on: observed.
+    poison_ptr observe_poison(std::uint64_t g) {
+      if (!extra) return nullptr;
+      for (poisoned_gen& p : extra->poisoned)
+        if (p.gen == g) {
+          p.observed = true;
+          return p.cause;
+        }
+      return nullptr;
+    }
     bool has_subscribers() const { return subscriber >= 0; }  // the first is always here
     void add_subscriber(int rank) {
       if (subscriber < 0)
@@ -143,13 +167,17 @@ class event_table {
   void check_owner(event e, const char* what) const;
   // `from`: the rank whose trigger message this is (-1: this rank); it is notified only if
   // `notify_from`.
-  void trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from);
+  void trigger_owned(std::uint32_t index, std::uint64_t gen, poison_ptr cause, int from, bool notify_from,
+                     bool seen_by_from = false);
   // The pinned half of trigger_owned, under s.m: collects the waiters to run and the ranks to
   // notify, and begins generation gen + 1.
   event_waiter* trigger_pinned_locked(owned_slot& s, std::uint32_t index, std::uint64_t gen, const poison_ptr& cause,
                                       std::vector<int>& subscribers);
   void trigger_remote(event e, poison_ptr cause);
   void subscribe(int owner, std::uint32_t slot, std::uint64_t gen);
+  // Under the record's shard lock: whether its local cause (a poison this rank triggered) is now
+  // observed for the first time, so that the owner must be told (send_observed).
+  static bool observe_local_cause(remote_slot& rec);
   static poison_ptr find_poison(const std::vector<poisoned_gen>& list, std::uint64_t gen);
   static std::vector<poison_wire> to_wire(const std::vector<poisoned_gen>& list);
   static std::uint64_t remote_key(int owner, std::uint32_t slot) {

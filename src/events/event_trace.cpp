@@ -30,6 +30,11 @@ const char* op_name(op_kind k) {
   return "event";
 }
 
+std::string describe_op(op_kind k, int arg, int me) {
+  return k == op_kind::spawn ? fmt::format("completion of a task spawned from rank {} to rank {}", me, arg)
+                             : fmt::format("{} created on rank {}", op_name(k), me);
+}
+
 std::string event_name(event e) {
   return fmt::format("(rank {}, slot {}, gen {})", e.owner(), e.slot(), e.generation());
 }
@@ -262,8 +267,7 @@ std::string event_table::pending_report() {
       if (op == op_kind::user_event && !s.triggered)
         untriggered_user_events.push_back(event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen));
       const int arg = s.op_arg.load(std::memory_order_relaxed);
-      what = op == op_kind::spawn ? fmt::format("completion of a task spawned from rank {} to rank {}", me_, arg)
-                                  : fmt::format("{} created on rank {}", op_name(op), me_);
+      what = describe_op(op, arg, me_);
     }
     for (event_waiter* w = s.waiters; w; w = w->next) {
       const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, w->gen);

@@ -26,6 +26,9 @@ namespace rill::detail {
 enum class op_kind : std::uint8_t { event, user_event, merge, spawn };
 
 const char* op_name(op_kind k);
+// What made an event owned by rank `me`, in words: "completion of a task spawned from rank 0 to
+// rank 1", "user_event created on rank 0".
+std::string describe_op(op_kind k, int arg, int me);
 // What a waiter is, and the event it leads to (a task's completion, a merge's result, the event a
 // deferred trigger triggers; none() for fibers and others). Told by the waiter's fn, so that
 // waiters need no field for it (event_api.cpp, which defines those fns).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "events/event_table.hpp"
+#include "events/unobserved_errors.hpp"
 #include "rill/config.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/rank_modules.hpp"
@@ -12,13 +13,17 @@ namespace rill::detail {
 class events_module final : public rank_module {
  public:
   events_module(int rank, int ranks, const rill::config& cfg)
-      : rank_module("events", idle_hook), table_(rank, ranks, cfg.workers) {
+      : rank_module("events", idle_hook),
+        rank_(rank),
+        unobserved_(cfg.unobserved_errors),
+        table_(rank, ranks, cfg.workers) {
     table_.trace().configure(cfg);
   }
   event_table& table() { return table_; }
   void on_idle(worker&) override {
     if (table_.trace().hang_watch_on()) table_.check_hang();
   }
+  int end_of_run(int exit_code) override { return report_unobserved_errors(table_, rank_, unobserved_, exit_code); }
   void report_counters(counter_report& out) override {
     const rill::event_counts c = table_.counts();
     out.add("slots", c.slots);
@@ -33,6 +38,8 @@ class events_module final : public rank_module {
   }
 
  private:
+  const int rank_;
+  const rill::unobserved_policy unobserved_;
   event_table table_;
 };
 

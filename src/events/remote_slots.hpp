@@ -32,6 +32,9 @@ struct event_waiter;
 struct poisoned_gen {
   std::uint64_t gen;
   poison_ptr cause;
+  // Owned slots only: whether anyone learnt of the error (a waiter ran with it, a query returned
+  // it, a subscribed rank was told). The end of the run reports the others (--rill:unobserved-errors).
+  bool observed = false;
 };
 
 // What this rank knows of one slot owned by another rank.
@@ -40,6 +43,7 @@ struct remote_slot {
   std::uint64_t subscribed = 0;  // the latest generation this rank subscribed to
   std::uint64_t local_gen = 0;   // the latest generation this rank triggered itself
   poison_ptr local_cause;
+  bool local_seen = false;             // local_cause was passed to a waiter or query here (and the owner told)
   std::vector<poisoned_gen> poisoned;  // known poisoned generations <= known
   event_waiter* waiters = nullptr;     // each waiting for w->gen > known
   std::atomic<bool> in_use{false};     // looked up at least once (remote_slots::at)

@@ -176,8 +176,10 @@ int runtime::run_top(std::function<int()> fn, bool spmd) {
     for (auto& rank : impl_->ranks) traces.push_back(&rank->modules().get<detail::events_module>().table().trace());
     detail::write_event_graph_files(impl_->cfg.event_graph, traces, impl_->transport->size());
   }
+  int code = impl_->ranks.front()->exit_code();
+  for (auto& rank : impl_->ranks) code = rank->end_of_run(code);
   impl_->transport->finish();
-  return impl_->ranks.front()->exit_code();
+  return code;
 }
 
 }  // namespace rill

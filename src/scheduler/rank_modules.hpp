@@ -49,6 +49,9 @@ class rank_module {
   virtual void on_idle(worker&) {}
   // Reports the module's counters; any thread, at any time.
   virtual void report_counters(counter_report&) {}
+  // Once, when the rank's workers have stopped: reports what the module finds wrong at the end of
+  // the run and returns the run's exit code (`exit_code`, or another when what it found is fatal).
+  virtual int end_of_run(int exit_code) { return exit_code; }
 
  private:
   const std::string_view layer_;

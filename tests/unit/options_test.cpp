@@ -22,11 +22,19 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",        "workers",     "transport",       "stack",     "agg-bytes",
-                                 "agg-age-us",   "large-bytes", "queue-buffers",   "chaos",     "log",
-                                 "idle-poll-us", "event-graph", "hang-report-s",   "steal",     "steal-batch",
-                                 "segment",      "global-heap", "shared-segments", "gas-cache", "gas-cache-entries",
-                                 "tag-checks",   "node-ring",   "inline-queue",    "trace",     "stats"};
+const char* const all_names[] = {"ranks",         "workers",
+                                 "transport",     "stack",
+                                 "agg-bytes",     "agg-age-us",
+                                 "large-bytes",   "queue-buffers",
+                                 "chaos",         "log",
+                                 "idle-poll-us",  "event-graph",
+                                 "hang-report-s", "steal",
+                                 "steal-batch",   "segment",
+                                 "global-heap",   "shared-segments",
+                                 "gas-cache",     "gas-cache-entries",
+                                 "tag-checks",    "node-ring",
+                                 "inline-queue",  "trace",
+                                 "stats",         "unobserved-errors"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -284,6 +292,17 @@ TEST_F(Options, TagChecks) {
   args home{"prog", "--rill:tag-checks=home"};
   EXPECT_EQ(parse(home).cfg.tag_check, rill::tag_checks::home);
   expect_usage_error("--rill:tag-checks=sometimes", "tag-checks");
+}
+
+// Reporting errors nobody observed, and failing the run for them, is the default.
+TEST_F(Options, UnobservedErrors) {
+  args d{"prog"};
+  EXPECT_EQ(parse(d).cfg.unobserved_errors, rill::unobserved_policy::fatal);
+  args warn{"prog", "--rill:unobserved-errors=warn"};
+  EXPECT_EQ(parse(warn).cfg.unobserved_errors, rill::unobserved_policy::warn);
+  args ignore{"prog", "--rill:unobserved-errors=ignore"};
+  EXPECT_EQ(parse(ignore).cfg.unobserved_errors, rill::unobserved_policy::ignore);
+  expect_usage_error("--rill:unobserved-errors=maybe", "unobserved-errors");
 }
 
 TEST_F(Options, GlobalHeapIsHalfTheSegmentUnlessGivenAndLeavesRoomForTheOwnHeap) {
