@@ -64,6 +64,21 @@ void send_destroyed(int to, reservation r) {
       to, [](reservation res) { table_here().on_destroyed(res); }, r);
 }
 
+// "r does not exist": from r's creator, which never made it, to a rank that sent it a request or
+// a destroy for r.
+void send_unknown(int to, reservation r) {
+  am::send(
+      to, [](reservation res) { table_here().on_unknown(res); }, r);
+}
+
+poison_ptr unknown_cause(reservation r) {
+  return std::make_shared<const poison_info>(
+      poison_info{fmt::format("rank {} never created {}: the handle was not made by Rill in this run (built from "
+                              "bits, or kept from another run)",
+                              r.creator(), name_of(r)),
+                  r.creator(), "reservation::acquire"});
+}
+
 }  // namespace
 
 // ---- records ------------------------------------------------------------------------------------
@@ -92,6 +107,7 @@ reservation_table::record& reservation_table::find(reservation r, const char* wh
   }
   if (from_api) {
     std::lock_guard g(rec->m);
+    if (rec->unknown) throw misuse_error(fmt::format("{}: {}", what, rec->unknown->reason));
     if (rec->destroyed_here) throw misuse_error(fmt::format("{}: {} was destroyed on this rank", what, name_of(r)));
   }
   return *rec;
@@ -337,12 +353,12 @@ void reservation_table::finish_destroy(record& rec) {
   rec.payload.reset();
 }
 
-void reservation_table::poison_destroyed(reservation r, record& rec, outbox& out) {
+void reservation_table::poison_destroyed(reservation r, record& rec, outbox& out, poison_ptr cause) {
   rec.destroyed = true;
   rec.requested = false;
   rec.skipped += rec.local.size();
   for (const auto& w : rec.local) out.poisoned.push_back(w.grant);
-  out.poison = destroyed_cause(r, me_);
+  out.poison = cause ? std::move(cause) : destroyed_cause(r, me_);
   rec.local.clear();
   out.tell_destroyed = std::move(rec.buffered);
   rec.buffered.clear();
@@ -353,6 +369,7 @@ void reservation_table::on_request(reservation r, int requester) {
   if (requester < 0 || requester >= ranks_ || requester == me_) {
     throw decode_error(fmt::format("a request for {} from rank {} names rank {}", name_of(r), am::sender(), requester));
   }
+  if (refuse_unknown(r, requester)) return;
   record& rec = find(r, "a reservation request", false);
   outbox out;
   {
@@ -420,8 +437,40 @@ void reservation_table::on_transfer(reservation r, int from, const std::vector<s
 
 void reservation_table::on_destroy(reservation r, int from) {
   if (from < 0 || from >= ranks_) throw decode_error(fmt::format("a destroy of {} names rank {}", name_of(r), from));
+  if (refuse_unknown(r, from)) return;
   record& rec = find(r, "a reservation destroy", false);
   do_destroy(r, rec, from);
+}
+
+bool reservation_table::refuse_unknown(reservation r, int to) {
+  if (r.creator() != me_ || r.is_null()) return false;
+  const std::uint64_t key = key_of(r);
+  shard& sh = shards_[key % shard_count];
+  {
+    std::lock_guard g(sh.m);
+    if (sh.records.count(key)) return false;
+  }
+  if (to == me_) return false;  // (find reports it to this rank's own caller)
+  send_unknown(to, r);
+  return true;
+}
+
+void reservation_table::on_unknown(reservation r) {
+  if (r.creator() != am::sender()) {
+    throw decode_error(
+        fmt::format("rank {} says {} does not exist, but only its creator can", am::sender(), name_of(r)));
+  }
+  record& rec = find(r, "a reservation's non-existence", false);
+  outbox out;
+  {
+    std::lock_guard g(rec.m);
+    rec.unknown = unknown_cause(r);
+    poison_destroyed(r, rec, out, rec.unknown);
+    out.tell_unknown = true;
+  }
+  // A destroy waits on nothing here: say so, as the acquires' poison says it for them.
+  if (out.poisoned.empty()) log().error("rank {}: {}", me_, rec.unknown->reason);
+  send(r, out);
 }
 
 void reservation_table::on_destroyed(reservation r) {
@@ -449,7 +498,7 @@ void reservation_table::send(reservation r, outbox& out) {
     send_transfer(out.transfer_to, r, out.payload, out.queue, out.transfer_destroy);
   }
   if (out.destroy_to >= 0) send_destroy(out.destroy_to, r, out.destroy_from);
-  for (int to : out.tell_destroyed) send_destroyed(to, r);
+  for (int to : out.tell_destroyed) out.tell_unknown ? send_unknown(to, r) : send_destroyed(to, r);
   for (const event& e : out.poisoned) event_poison(e, out.poison);
   grants_.fetch_add(out.grants.size(), std::memory_order_relaxed);
   for (const event& g : out.grants) event_trigger(g);

@@ -43,6 +43,8 @@ class reservation_table {
                    const std::vector<std::int32_t>& queue, bool destroy_pending);
   void on_destroy(reservation r, int from);
   void on_destroyed(reservation r);
+  // From r's creator, which never made r (a handle built from bits or kept from another run).
+  void on_unknown(reservation r);
 
  private:
   // What this rank knows of one reservation. Every rank keeps one per reservation it has seen;
@@ -58,6 +60,7 @@ class reservation_table {
     bool destroyed = false;         // destroyed (this rank is the tombstone, or was told so)
     bool destroyed_here = false;    // destroy() was called on this rank: later calls are misuse
     bool buffered_destroy = false;  // a destroy reached this rank while it awaited ownership
+    poison_ptr unknown;             // its creator never made it (on_unknown): why every later call fails
     std::uint32_t streak = 0;       // owner: local grants in a row while `remote` was not empty
     std::int64_t outstanding = 0;   // acquire() calls on this rank minus release() calls
     std::uint64_t skipped = 0;      // acquires of this rank that did not acquire (poisoned), unpaired
@@ -88,6 +91,7 @@ class reservation_table {
     int destroy_to = -1;
     int destroy_from = -1;
     std::vector<int> tell_destroyed;
+    bool tell_unknown = false;  // tell_destroyed's ranks are told that r does not exist instead
   };
 
   static std::uint64_t key_of(reservation r) { return (static_cast<std::uint64_t>(r.creator()) << 44) | r.id(); }
@@ -106,7 +110,11 @@ class reservation_table {
   void hand_on(reservation r, record& rec, outbox& out);
   void finish_destroy(record& rec);
   void send(reservation r, outbox& out);
-  void poison_destroyed(reservation r, record& rec, outbox& out);
+  // Ends every wait for r on this rank with `cause` (default: r was destroyed) and passes the news
+  // on to the ranks whose requests this rank held.
+  void poison_destroyed(reservation r, record& rec, outbox& out, poison_ptr cause = nullptr);
+  // The creator's answer to a message about a reservation it never made: the sender's waits fail.
+  bool refuse_unknown(reservation r, int to);
 
   const int me_;
   const int ranks_;

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -297,6 +298,44 @@ TEST_P(reservations, deferred_release_across_ranks) {
                               r, rill::event(gate));
                           rill::proc(n - 1).spawn([](rill::user_event g) { g.trigger(); }, gate).wait();
                           later.wait();
+                        }),
+            0);
+}
+
+// A handle made from bits, created by another rank: the creator answers that it never made it,
+// the acquire is poisoned naming the handle, later calls are misuse, and the job goes on (the
+// creator used to stop it as if a message were corrupt).
+TEST_P(reservations, a_handle_its_creator_never_made_poisons_the_acquire_and_the_run_goes_on) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          if (n < 2) return;
+                          auto from_bits = [n](std::uint64_t id) {
+                            const struct {
+                              std::uint32_t creator, bytes;
+                              std::uint64_t id;
+                            } bits{static_cast<std::uint32_t>(n - 1), 0, id};
+                            rill::reservation r;
+                            std::memcpy(static_cast<void*>(&r), &bits, sizeof r);
+                            return r;
+                          };
+                          const rill::reservation bogus = from_bits(0x7654321);
+                          try {
+                            bogus.acquire().wait();
+                            ADD_FAILURE() << "an acquire of a reservation no rank made was granted";
+                          } catch (const rill::poisoned_error& e) {
+                            const std::string what = e.what();
+                            EXPECT_NE(what.find("rank " + std::to_string(n - 1) + " never created reservation (rank " +
+                                                std::to_string(n - 1) + ", id 124076833)"),
+                                      std::string::npos)
+                                << what;
+                          }
+                          EXPECT_THROW(bogus.acquire(), rill::misuse_error);
+                          from_bits(0x7654322).destroy();  // reported on this rank; nothing waits
+                          // The creator is alive and serves real reservations.
+                          const rill::reservation real = reservations_of_every_rank(1, 0).back();
+                          real.acquire().wait();
+                          real.release();
                         }),
             0);
 }
