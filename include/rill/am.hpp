@@ -41,6 +41,16 @@ namespace rill::detail {
 // Reserves `bytes` of payload for handler `id` to `dest`; write them, then call am_commit().
 // Between the two calls the destination's buffer is locked: write only, do not call Rill.
 std::byte* am_reserve(int dest, std::uint32_t id, std::size_t bytes);
+// Throws rill::misuse_error when a payload of at least `bytes` cannot travel to `dest`.
+void am_check_payload(int dest, std::size_t bytes);
+// Before encoding a message's arguments: refuses one that is known to be too large (see
+// payload_check_bytes) without copying it first.
+template <class... Args>
+void check_payload_before_encoding(int dest, std::size_t fn_bytes, const Args&... args) {
+  const std::size_t least = fn_bytes + (std::size_t{0} + ... + least_encoded_bytes(args));
+  if (least > payload_check_bytes) [[unlikely]]
+    am_check_payload(dest, least);
+}
 void am_commit(int dest);
 // Sends a serialized payload that starts `am_payload_offset` bytes into `bytes` (the room in front
 // lets a large payload leave as a buffer of its own without being copied); small payloads are
@@ -173,6 +183,7 @@ void send(int dest, F&& fn, Args&&... args) {
      ...);
     detail::am_commit(dest);
   } else {
+    detail::check_payload_before_encoding(dest, H::fn_bytes, static_cast<const std::decay_t<Args>&>(args)...);
     std::vector<std::byte>& buf = detail::am_scratch();
     buf.resize(detail::am_payload_offset + H::fn_bytes);
     detail::store_callable<Fn>(buf.data() + detail::am_payload_offset, fn);
@@ -194,6 +205,7 @@ event send_zero_copy(int dest, F&& fn, Args&&... args) {
                 "rill::am::send_zero_copy: no rill::view argument, nothing to leave in place (use send)");
   detail::check_captures(dest, fn);
   using H = detail::am_handler<Fn, std::decay_t<Args>...>;
+  detail::check_payload_before_encoding(dest, H::fn_bytes, static_cast<const std::decay_t<Args>&>(args)...);
   std::vector<std::byte> buf(detail::am_payload_offset + H::fn_bytes);
   detail::store_callable<Fn>(buf.data() + detail::am_payload_offset, fn);
   std::vector<detail::lent_piece> lent;

@@ -182,6 +182,25 @@ void save_one(lending_output& to, const T& value) {
   }
 }
 
+// At least how many bytes save_one writes for `value`, known without encoding it: exact for views,
+// trivially copyable values and vectors or strings of trivially copyable elements, 0 for what only
+// cereal can measure. (A multi-GiB argument is refused before seconds of copying, not after.)
+template <class T>
+std::size_t least_encoded_bytes(const T& value) {
+  if constexpr (is_view<T>::value)
+    return sizeof(std::uint64_t) + value.size() * sizeof(typename T::value_type);
+  else if constexpr (std::is_trivially_copyable_v<T>)
+    return sizeof(T);
+  else if constexpr (is_contiguous_trivial<T>::value)
+    return sizeof(std::uint64_t) + value.size() * sizeof(typename T::value_type);
+  else
+    return 0;
+}
+
+// Payloads below this size fit every transport (the MPI transport's limit is 2 GiB): a send checks
+// larger ones against its transport's limit before it encodes them.
+inline constexpr std::size_t payload_check_bytes = std::size_t{1} << 30;
+
 template <class... Ts>
 void serialize_to(lending_output to, const Ts&... values) {
   (save_one(to, values), ...);

@@ -50,6 +50,8 @@ void check_no_stack_captures(int dest, const void* bytes, std::size_t size) {
   }
 }
 
+void am_check_payload(int dest, std::size_t bytes) { sending_messenger(dest).check_payload_fits(bytes); }
+
 void am_commit(int dest) { tls_module<messenger>->agg().commit(dest); }  // am_reserve found it
 
 void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {

@@ -419,6 +419,16 @@ TEST_P(messages, payload_beyond_what_a_message_carries_is_refused_before_it_is_s
       refusal = e.what();
     }
     expect(refusal.find("larger than a message carries") != std::string::npos, "refused, said: " + refusal);
+    // A copying send measures what it can before encoding (a view, a vector of trivially copyable
+    // elements, a string): it is refused without reading an element, not after copying GiBs.
+    refusal.clear();
+    try {
+      rill::am::send(
+          to, [](rill::view<std::byte>) {}, huge);
+    } catch (const rill::misuse_error& e) {
+      refusal = e.what();
+    }
+    expect(refusal.find("larger than a message carries") != std::string::npos, "send refused, said: " + refusal);
     rill::am::send(to, [] { delivered_after_refusal[static_cast<std::size_t>(rill::rank_me())]++; });
     return 0;
   });
