@@ -65,7 +65,7 @@ void report_dropped_task(const poison_ptr& cause);
 // Marks a state satisfied; throws misuse_error naming `what` if it already was.
 void promise_claim(future_core& s, const char* what);
 // Poisons the state's event with `reason` (operation `what`) from the calling rank.
-void promise_poison(future_core& s, const std::string& reason, const char* what);
+void promise_poison(future_core& s, const std::string& reason, const std::string& what);
 // The poisoned_error of a cause, as an exception_ptr (for a finish scope).
 std::exception_ptr poisoned_exception(const poison_ptr& cause);
 
@@ -107,13 +107,13 @@ struct promise_ref {
       am::send(
           owner, [](std::uint64_t k) { state_put(*unpinned(k)); }, key);
   }
-  void poison(const std::string& reason) const {
+  void poison(const std::string& reason, const std::string& operation = "promise::poison") const {
     am::send(
         owner,
-        [](std::uint64_t k, int from, const std::string& r) {
-          promise_poison(*unpinned(k), r + " (poisoned on rank " + std::to_string(from) + ")", "promise::poison");
+        [](std::uint64_t k, int from, const std::string& r, const std::string& op) {
+          promise_poison(*unpinned(k), r + " (poisoned on rank " + std::to_string(from) + ")", op);
         },
-        key, rank_me(), reason);
+        key, rank_me(), reason, operation);
   }
 };
 
@@ -217,12 +217,13 @@ class promise {
     else
       remote_.put();
   }
-  // Satisfies the promise poisoned: get() and wait() on its futures throw rill::poisoned_error.
-  void poison(const std::string& reason) const {
+  // Satisfies the promise poisoned: get() and wait() on its futures throw rill::poisoned_error
+  // with this reason and `operation` (what failed, in the words of the program's own API).
+  void poison(const std::string& reason, const std::string& operation = "promise::poison") const {
     if (st_)
-      detail::promise_poison(*st_, reason, "promise::poison");
+      detail::promise_poison(*st_, reason, operation);
     else
-      remote_.poison(reason);
+      remote_.poison(reason, operation);
   }
   // The rank whose futures the promise satisfies.
   int owner() const { return st_ ? rank_me() : remote_.owner; }
@@ -270,7 +271,7 @@ auto poison_into(promise<T> p) {
     try {
       std::rethrow_exception(poisoned_exception(cause));
     } catch (const poisoned_error& e) {
-      p.poison(e.reason());
+      p.poison(e.reason(), e.operation());
     }
     return std::exception_ptr();
   };
@@ -287,9 +288,9 @@ void fulfil(const promise<R>& p, F&& fn, A&&... args) {
       p.put(std::invoke(fn, std::forward<A>(args)...));
     }
   } catch (const poisoned_error& e) {
-    p.poison(e.reason());
+    p.poison(e.reason(), e.operation());
   } catch (const std::exception& e) {
-    p.poison(std::string("a task threw: ") + e.what());
+    p.poison(std::string("a task threw: ") + e.what(), "task");
   }
 }
 

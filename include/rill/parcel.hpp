@@ -39,7 +39,7 @@ struct continuation_sink {
     gas_route<serialised::yes, U>(cont, 1, 0, rank_me(), Op{action.unpack()}, promise_sink<void>{finished},
                                   std::forward<V>(result)...);
   }
-  void fail(const std::string& why) const { finished.poison(why); }
+  void fail(const std::string& why, home_op kind) const { finished.poison(why, home_op_name(kind)); }
 };
 
 template <class Kind>

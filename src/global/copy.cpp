@@ -26,7 +26,7 @@ void copy_piece(int src_rank, std::uintptr_t src, int dst_rank, std::uintptr_t d
       const void* from = segment_address(src_rank, src, bytes, "rill::async_copy (source)");
       std::memmove(segment_address(dst_rank, dst, bytes, "rill::async_copy (destination)"), from, bytes);
     } catch (const misuse_error& e) {
-      done.poison(e.what());
+      done.poison(e.what(), "rill::async_copy");
       return;
     }
     done.put();
@@ -47,7 +47,7 @@ void copy_piece(int src_rank, std::uintptr_t src, int dst_rank, std::uintptr_t d
   try {
     std::memcpy(data.data(), segment_address(src_rank, src, bytes, "rill::async_copy (source)"), bytes);
   } catch (const misuse_error& e) {
-    done.poison(e.what());
+    done.poison(e.what(), "rill::async_copy");
     return;
   }
   async_at(
@@ -57,7 +57,7 @@ void copy_piece(int src_rank, std::uintptr_t src, int dst_rank, std::uintptr_t d
           std::memcpy(segment_address(rank_me(), d, bytes_in.size(), "rill::async_copy (destination)"), bytes_in.data(),
                       bytes_in.size());
         } catch (const misuse_error& e) {
-          p.poison(e.what());
+          p.poison(e.what(), "rill::async_copy");
           return;
         }
         p.put();

@@ -193,7 +193,7 @@ void arrive(std::uint64_t key, unsigned gen, int home, int from, std::vector<std
         from,
         [](std::uint64_t k, std::string w, promise_ref<void> d) {
           for (auto& retry : table().thaw(k)) retry();
-          d.poison(w);
+          d.poison(w, "rill::gas::migrate");
         },
         key, why, done);
     return;
@@ -246,7 +246,8 @@ void route_leaving(gaddr a, std::uint8_t hops, leaving op) {
       case gas_resolution::step::run: return;
       case gas_resolution::step::forward:
         if (hops >= gas_max_hops) {
-          op.done.poison("rill::gas: a move or free was forwarded too often to reach its block (a routing fault)");
+          op.done.poison("rill::gas: a move or free was forwarded too often to reach its block (a routing fault)",
+                         op.to >= 0 ? "rill::gas::migrate" : "rill::gas::free");
           return;
         }
         am::send(r.rank, &route_leaving, a, static_cast<std::uint8_t>(hops + 1), op);
@@ -256,7 +257,9 @@ void route_leaving(gaddr a, std::uint8_t hops, leaving op) {
         if (t.park(a, retry)) return;
         continue;
       }
-      case gas_resolution::step::fail: op.done.poison(r.why); return;
+      case gas_resolution::step::fail:
+        op.done.poison(r.why, op.to >= 0 ? "rill::gas::migrate" : "rill::gas::free");
+        return;
     }
   }
 }
@@ -357,7 +360,7 @@ event free(gaddr a) {
   const int ranks = rank_n();
   if (a.is_null() || a.size_class() < gaddr::min_size_class || a.home(ranks) >= ranks) {
     promise<void> p;
-    p.poison(fmt::format("rill::gas::free: 0x{:016x} is not an address rill::gas::alloc gave out", a.bits()));
+    p.poison(fmt::format("0x{:016x} is not an address rill::gas::alloc gave out", a.bits()), "rill::gas::free");
     return p.get_future();
   }
   return rpc(a.cyclic() ? 0 : a.home(ranks), &rill::detail::free_at_manager, a.bits());

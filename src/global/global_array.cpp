@@ -216,7 +216,7 @@ event all_ended(std::vector<future<std::string>> failures) {
       [failures = std::move(failures), done]() mutable {
         for (auto& f : failures)
           if (std::string why = f.get(); !why.empty()) {
-            done.poison(why);
+            done.poison(why, "rill::for_each");
             return;
           }
         done.put();

@@ -70,7 +70,7 @@ void put_by_message(const void* src, int rank, std::uintptr_t dst, const transfe
           unpack(static_cast<std::byte*>(home_address(d, span_of(sh, sh.remote_stride), 1, home_op::rput)),
                  sh.remote_stride, data, sh);
         } catch (const std::exception& e) {
-          p.poison(e.what());
+          p.poison(e.what(), "rill::rput");
           return;
         }
         p.put();
@@ -88,7 +88,7 @@ void get_by_message(int rank, std::uintptr_t src, void* dst, const transfer_shap
               pack(static_cast<const std::byte*>(home_address(from, span_of(sh, sh.remote_stride), 1, home_op::rget)),
                    sh.remote_stride, sh);
         } catch (const std::exception& e) {
-          p.poison(e.what());
+          p.poison(e.what(), "rill::rget");
           return;
         }
         am::send(
@@ -102,14 +102,15 @@ void get_by_message(int rank, std::uintptr_t src, void* dst, const transfer_shap
       src, s, rank_me(), reinterpret_cast<std::uintptr_t>(dst), done);
 }
 
+// `operation`: rill::rput or rill::rget, as a failure's poisoned_error names it.
 template <class Direct, class ByMessage>
-future<void> transfer(event after, Direct direct, ByMessage by_message) {
+future<void> transfer(const char* operation, event after, Direct direct, ByMessage by_message) {
   if (after.is_none()) {
     try {
       if (direct()) return make_ready_future();
     } catch (const std::exception& e) {
       promise<void> failed;
-      failed.poison(e.what());
+      failed.poison(e.what(), operation);
       return failed.get_future();
     }
     promise<void> done;
@@ -128,7 +129,7 @@ future<void> transfer(event after, Direct direct, ByMessage by_message) {
             return;
           }
         } catch (const std::exception& e) {
-          done.poison(e.what());
+          done.poison(e.what(), operation);
           return;
         }
         by_message(done.ref());
@@ -144,7 +145,7 @@ future<void> put_bytes(const void* src, int rank, std::uintptr_t dst, transfer_s
   check_shape(home_op::rput, src, rank, dst, shape);
   if (shape.block == 0 || shape.blocks == 0) return make_ready_future();
   return transfer(
-      after, [=] { return put_directly(src, rank, dst, shape); },
+      "rill::rput", after, [=] { return put_directly(src, rank, dst, shape); },
       [=](promise_ref<void> done) { put_by_message(src, rank, dst, shape, done); });
 }
 
@@ -153,7 +154,7 @@ future<void> get_bytes(int rank, std::uintptr_t src, void* dst, transfer_shape s
   check_shape(home_op::rget, dst, rank, src, shape);
   if (shape.block == 0 || shape.blocks == 0) return make_ready_future();
   return transfer(
-      after, [=] { return get_directly(rank, src, dst, shape); },
+      "rill::rget", after, [=] { return get_directly(rank, src, dst, shape); },
       [=](promise_ref<void> done) { get_by_message(rank, src, dst, shape, done); });
 }
 

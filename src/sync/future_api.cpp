@@ -44,8 +44,8 @@ void promise_claim(future_core& s, const char* what) {
     throw misuse_error(fmt::format("{}: the promise already has a value (a promise takes one)", what));
 }
 
-void promise_poison(future_core& s, const std::string& reason, const char* what) {
-  promise_claim(s, what);
+void promise_poison(future_core& s, const std::string& reason, const std::string& what) {
+  promise_claim(s, what.c_str());
   event_poison(s.ready, std::make_shared<const poison_info>(poison_info{reason, rank_me(), what}));
 }
 

@@ -87,4 +87,15 @@ bool poisoned_saying(const W& f, const std::string& words) {
   return false;
 }
 
+// The operation a poisoned wait names (poisoned_error::operation()), "" when f is not poisoned.
+template <class W>
+std::string poisoned_operation(const W& f) {
+  try {
+    f.wait();
+  } catch (const rill::poisoned_error& e) {
+    return e.operation();
+  }
+  return "";
+}
+
 }  // namespace rill_test

@@ -404,6 +404,11 @@ TEST_P(global_ops, by_default_stale_and_past_the_end_pointers_touch_no_other_all
       ASSERT_EQ(live.raw_address(), stale.raw_address()) << "the test needs the freed place reused";
       EXPECT_TRUE(poisoned_saying(rill::rput(-1L, stale + 5), "allocated again")) << "rput";
       EXPECT_TRUE(poisoned_saying(rill::atomics::fetch_add(stale + 6, 1L), "allocated again")) << "fetch_add";
+      // The error names what the program did, not the runtime's internals (promise::poison).
+      EXPECT_EQ(poisoned_operation(rill::rput(-1L, stale + 5)), "rill::rput");
+      EXPECT_EQ(poisoned_operation(rill::rget(stale + 5)), "rill::rget");
+      EXPECT_EQ(poisoned_operation(rill::atomics::fetch_add(stale + 6, 1L)), "rill::atomics");
+      EXPECT_EQ(poisoned_operation(rill::delegate::call(stale + 7, [](long& v) { return v; })), "rill::delegate");
       rill::global_ptr<long> next = array_on<long>(home, 100, true);
       rill::global_ptr<long> past = live + 99 + 1;
       EXPECT_TRUE(poisoned_saying(rill::rput(-1L, past), "")) << "rput past the end";
@@ -424,10 +429,9 @@ TEST_P(global_ops, by_default_stale_and_past_the_end_pointers_touch_no_other_all
 TEST_P(global_ops, new_array_refuses_a_count_whose_bytes_overflow) {
   both_ways(GetParam(), [](bool) {
     for (const std::size_t count : {std::numeric_limits<std::size_t>::max(), std::size_t{1} << 61})
-      EXPECT_TRUE(throws_saying<rill::misuse_error>([&] { (void)rill::new_array<long>(count); }, "overflow"))
-          << count;
-    EXPECT_TRUE(throws_saying<rill::misuse_error>([&] { (void)rill::new_array<long>(std::size_t{1} << 50); },
-                                                  "do not fit"));
+      EXPECT_TRUE(throws_saying<rill::misuse_error>([&] { (void)rill::new_array<long>(count); }, "overflow")) << count;
+    EXPECT_TRUE(
+        throws_saying<rill::misuse_error>([&] { (void)rill::new_array<long>(std::size_t{1} << 50); }, "do not fit"));
   });
 }
 

@@ -66,9 +66,9 @@ inline std::string threw_text(home_op kind, int rank, const std::exception& e) {
 }
 
 template <class R>
-future<R> poisoned_future(const std::string& why) {
+future<R> poisoned_future(const std::string& why, home_op kind) {
   promise<R> p;
-  p.poison(why);
+  p.poison(why, home_op_name(kind));
   return p.get_future();
 }
 
@@ -93,7 +93,7 @@ struct promise_sink {
   void done(V&&... value) const {
     ref.put(std::forward<V>(value)...);
   }
-  void fail(const std::string& why) const { ref.poison(why); }
+  void fail(const std::string& why, home_op kind) const { ref.poison(why, home_op_name(kind)); }
 };
 
 // Answers a promise of the calling rank, in place.
@@ -104,7 +104,7 @@ struct local_sink {
   void done(V&&... value) const {
     p.put(std::forward<V>(value)...);
   }
-  void fail(const std::string& why) const { p.poison(why); }
+  void fail(const std::string& why, home_op kind) const { p.poison(why, home_op_name(kind)); }
 };
 
 // Answers a completion_counter on the requesting rank (directly, when that is the calling rank).
@@ -115,7 +115,7 @@ struct counter_sink {
   void done(V&&...) const {
     ack_completion(owner, counter, nullptr);
   }
-  void fail(const std::string& why) const { ack_completion(owner, counter, &why); }
+  void fail(const std::string& why, home_op) const { ack_completion(owner, counter, &why); }
 };
 
 // Runs op on the element, reporting its result or error to `sink`; on whichever rank calls it.
@@ -130,7 +130,7 @@ void apply_to_sink(T* target, int rank, std::uintptr_t addr, home_op kind, Op& o
       sink.done(apply_here<S>(target, rank, addr, op, args...));
     }
   } catch (const std::exception& e) {
-    sink.fail(threw_text(kind, rank, e));
+    sink.fail(threw_text(kind, rank, e), kind);
   }
 }
 
@@ -146,7 +146,7 @@ void send_to_home(int rank, std::uintptr_t addr, home_op kind, const Op& op, con
         try {
           target = static_cast<T*>(home_address(a, sizeof(T), alignof(T), k));
         } catch (const std::exception& e) {
-          s.fail(e.what());
+          s.fail(e.what(), k);
           return;
         }
         Op f = packed.unpack();
@@ -175,7 +175,7 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
           bool bad_range = false;
           void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
           if (bad_range) {
-            pr.poison(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
+            pr.poison(bad_range_text(rank, addr, sizeof(T), alignof(T), kind), home_op_name(kind));
             return;
           }
           if (here)
@@ -189,7 +189,7 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
   // The common case: start now, and where the element is addressable, finish now.
   bool bad_range = false;
   void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
-  if (bad_range) return poisoned_future<R>(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
+  if (bad_range) return poisoned_future<R>(bad_range_text(rank, addr, sizeof(T), alignof(T), kind), kind);
   if (here) {
     try {
       if constexpr (std::is_void_v<R>) {
@@ -199,7 +199,7 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
         return make_ready_future(apply_here<S>(static_cast<E*>(here), rank, addr, op, args...));
       }
     } catch (const std::exception& e) {
-      return poisoned_future<R>(threw_text(kind, rank, e));
+      return poisoned_future<R>(threw_text(kind, rank, e), kind);
     }
   }
   promise<R> pr;

@@ -65,7 +65,8 @@ void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, cons
       case gas_next::forward:
         if (hops >= gas_max_hops) {
           sink.fail("rill::gas: an operation was forwarded " + std::to_string(hops) +
-                    " times without reaching its block (a routing fault)");
+                        " times without reaching its block (a routing fault)",
+                    home_op::gas);
           return;
         }
         am::send(
@@ -80,7 +81,7 @@ void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, cons
         if (gas_park(a, retry)) return;
         continue;  // it left meanwhile: decide again
       }
-      case gas_next::fail: sink.fail(why); return;
+      case gas_next::fail: sink.fail(why, home_op::gas); return;
     }
   }
 }
