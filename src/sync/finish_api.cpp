@@ -40,8 +40,11 @@ void report_remote_error(finish_proxy* p, const std::exception_ptr& error) {
   p->count.fetch_add(1, std::memory_order_relaxed);
   am::send(
       p->key.home,
-      [](std::uint64_t home, std::uint64_t from_proxy, int rank, const std::string& t, const std::string& m) {
-        record_error(*reinterpret_cast<finish_proxy*>(home), std::make_exception_ptr(task_error(t, m, rank)));
+      [](std::uint64_t scope, std::uint64_t from_proxy, int rank, const std::string& t, const std::string& m) {
+        finish_proxy* home = sync_here("a finish scope's error")
+                                 .finishes()
+                                 .open_home_of(finish_key{rank_me(), scope}, am::sender(), "an error");
+        record_error(*home, std::make_exception_ptr(task_error(t, m, rank)));
         acknowledge(am::sender(), reinterpret_cast<finish_proxy*>(from_proxy));
       },
       p->key.addr, reinterpret_cast<std::uint64_t>(p), rank_me(), type, message);
@@ -175,6 +178,7 @@ void finish_run(void (*body)(void*), void* arg) {
   // could not wait for anything this task does after finish(), which returns after they all end.
   current_worker()->help_scope(&home);
   done.wait();
+  finish_table::close_home(home);
   if (home.first_error) std::rethrow_exception(home.first_error);
 }
 

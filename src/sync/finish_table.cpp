@@ -1,5 +1,7 @@
 #include "sync/finish_table.hpp"
 
+#include "common/log.hpp"
+
 namespace rill::detail {
 
 finish_table::~finish_table() {
@@ -10,7 +12,7 @@ finish_table::~finish_table() {
 finish_proxy* finish_table::arrive(finish_key key, int from, std::uint64_t from_proxy, bool& ack_now) {
   ack_now = true;
   if (key.home == me_) {
-    auto* home = reinterpret_cast<finish_proxy*>(key.addr);
+    finish_proxy* home = open_home_of(key, from, "a task");
     home->count.fetch_add(1, std::memory_order_relaxed);
     return home;
   }
@@ -31,8 +33,27 @@ finish_proxy* finish_table::arrive(finish_key key, int from, std::uint64_t from_
 }
 
 void finish_table::open_home(finish_proxy& home) {
-  home.key = finish_key{me_, reinterpret_cast<std::uint64_t>(&home)};
+  const auto addr = reinterpret_cast<std::uint64_t>(&home);
+  if (addr >> finish_key::stamp_shift) fatal("rill::finish: a scope at {:#x}, above 2^48, cannot be named", addr);
+  constexpr std::uint64_t stamps = std::uint64_t{1} << (64 - finish_key::stamp_shift);
+  // 1..2^16-1: 0 means closed. (A late task meets a wrong stamp unless exactly 65,535 scopes
+  // opened at the same address since its own.)
+  const std::uint64_t stamp = next_stamp_.fetch_add(1, std::memory_order_relaxed) % (stamps - 1) + 1;
+  home.key = finish_key{me_, addr | (stamp << finish_key::stamp_shift)};
   home.count.store(1, std::memory_order_relaxed);
+  home.open_stamp.store(stamp, std::memory_order_release);
+}
+
+finish_proxy* finish_table::open_home_of(finish_key key, int from, const char* what) const {
+  finish_proxy* home = key.home_proxy();
+  if (home->open_stamp.load(std::memory_order_acquire) != key.stamp()) {
+    fatal(
+        "rank {}: {} of a finish scope that has ended arrived from rank {} (scope {:#x}, home rank {}): a task or "
+        "error was sent for a scope after finish() returned there -- a runtime or message corruption bug, please "
+        "report it",
+        me_, what, from, key.addr, me_);
+  }
+  return home;
 }
 
 bool finish_table::release_last(finish_proxy* p, std::int64_t units) {

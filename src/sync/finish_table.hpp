@@ -20,11 +20,21 @@
 
 namespace rill::detail {
 
-// Names a finish scope on every rank: its home rank and the home proxy's address there.
+struct finish_proxy;
+
+// Names a finish scope on every rank: its home rank and the home proxy's address there, with the
+// home's stamp in the top 16 bits (above any user-space address), so that the home can tell a
+// task of its own scope from a late one of an ended scope whose proxy had the same address.
 struct finish_key {
   int home = -1;
   std::uint64_t addr = 0;
   friend bool operator==(const finish_key&, const finish_key&) = default;
+
+  static constexpr int stamp_shift = 48;
+  finish_proxy* home_proxy() const {
+    return reinterpret_cast<finish_proxy*>(addr & ((std::uint64_t{1} << stamp_shift) - 1));
+  }
+  std::uint64_t stamp() const { return addr >> stamp_shift; }
 };
 
 struct finish_proxy {
@@ -34,6 +44,9 @@ struct finish_proxy {
   std::uint64_t parent_ptr = 0;  // the parent's proxy, to acknowledge on disengaging
   // Home only: wakes finish() when the count reaches zero, and the scope's first error.
   latch* done = nullptr;
+  // Home only: key.stamp() while the scope is open, 0 once finish() returns (an atomic, so that the
+  // store into a proxy about to go out of scope is not optimised away).
+  std::atomic<std::uint64_t> open_stamp{0};
   std::mutex error_lock;
   std::exception_ptr first_error;
 };
@@ -52,6 +65,11 @@ class finish_table {
   // arriving home finds its proxy at the address in its key (the count cannot reach zero while a
   // task of the scope travels, so the home is alive), and a finish() per task costs no lock.
   void open_home(finish_proxy& home);
+  // The home's scope ended: a task that still arrives for it is a fatal error naming it.
+  static void close_home(finish_proxy& home) { home.open_stamp.store(0, std::memory_order_release); }
+  // The home proxy a message for scope `key` names; fatal (naming `from` and `what`) when that
+  // scope has ended.
+  finish_proxy* open_home_of(finish_key key, int from, const char* what) const;
   // Returns `units` of a non-home proxy's count under the table's lock, where arrivals raise it:
   // if that brings it to zero the proxy leaves the table, and the caller (the only one) must
   // acknowledge its parent and delete it; returns whether it did.
@@ -64,6 +82,7 @@ class finish_table {
     }
   };
   const int me_;
+  std::atomic<std::uint64_t> next_stamp_{0};  // of homes opened here, by any worker
   std::mutex lock_;
   std::unordered_map<finish_key, finish_proxy*, key_hash> proxies_;
 };
