@@ -13,6 +13,7 @@
 #include "rill/event.hpp"
 #include "rill/runtime.hpp"
 #include "rill/task.hpp"
+#include "scheduler/fiber.hpp"
 
 namespace rill {
 
@@ -191,6 +192,12 @@ event waiter_target(const event_waiter& w) {
   if (w.fn == &merge_record::input_fired) return static_cast<const merge_record::input&>(w).owner->result;
   if (w.fn == &deferred_trigger::fired) return static_cast<const deferred_trigger&>(w).target;
   return event::none();
+}
+
+bool waiter_runs_inline(const event_waiter& w) {
+  if (w.fn != &fiber_waiter::fired) return false;
+  const auto* f = static_cast<const fiber_rec*>(static_cast<const fiber_waiter&>(w).w.fiber);
+  return f && f->inline_depth > 0;
 }
 
 event merge_span(std::span<const event> events) {

@@ -43,7 +43,11 @@ namespace {
 
 std::string describe_waiter(const event_waiter& w) {
   switch (waiter_kind_of(w)) {
-    case waiter_kind::fiber: return "a task suspended in event::wait()";
+    case waiter_kind::fiber:
+      if (waiter_runs_inline(w))
+        return "a task suspended in event::wait() while it runs inline (rill::may_inline) above its spawner: if "
+               "this event needs the spawner to go on, the task broke may_inline's promise and this is a deadlock";
+      return "a task suspended in event::wait()";
     case waiter_kind::task:
       return "a task spawned to this rank, waiting for its precondition; it completes " + event_name(waiter_target(w));
     case waiter_kind::deferred_trigger: return "user_event::trigger(after) of " + event_name(waiter_target(w));

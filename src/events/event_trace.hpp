@@ -34,6 +34,8 @@ std::string describe_op(op_kind k, int arg, int me);
 // waiters need no field for it (event_api.cpp, which defines those fns).
 waiter_kind waiter_kind_of(const event_waiter& w);
 event waiter_target(const event_waiter& w);
+// For a fiber's waiter: whether the waiting task runs inline (rill::may_inline) above its spawner.
+bool waiter_runs_inline(const event_waiter& w);
 // "(rank 1, slot 3, gen 2)": how reports and errors name an event.
 std::string event_name(event e);
 

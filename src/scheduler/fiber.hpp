@@ -61,6 +61,9 @@ struct fiber_rec {
   // handler that waits is resumed after other handlers ran on the same thread.
   int message_source = -1;
   std::uint16_t message_handler = 0;  // and its handler's id (for a crash's report)
+  // How many rill::may_inline tasks run nested on this fiber now, each above its spawner's frames:
+  // a wait among them that needs a spawner to go on is a deadlock (the hang report says so).
+  std::uint32_t inline_depth = 0;
   // When the stretch of the task running on this fiber began (trace/hooks.hpp span_begin); 0: none.
   // A task that parks ends its stretch and starts another when resumed, so spans nest per worker.
   std::uint64_t trace_task_start = 0;

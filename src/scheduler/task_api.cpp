@@ -30,10 +30,16 @@ void task_submit(task_record* t) {
 
 bool inline_task_begin(std::size_t callable_bytes) {
   worker* w = current_worker();
-  return w && w->may_run_inline(callable_bytes);
+  if (!w || !w->may_run_inline(callable_bytes)) return false;
+  ++w->current_fiber()->inline_depth;
+  return true;
 }
 
-void inline_task_end() { current_worker()->inline_task_ran(); }
+void inline_task_end() {
+  worker* w = current_worker();
+  --w->current_fiber()->inline_depth;
+  w->inline_task_ran();
+}
 
 void require_worker(const char* what) {
   if (!current_worker()) throw_outside_worker(what);

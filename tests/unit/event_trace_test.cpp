@@ -322,6 +322,34 @@ TEST(HangReport, UserEventNobodyTriggersOnOneRank) {
   EXPECT_EQ(pending_after, "");
 }
 
+// A may_inline task that waits for what its spawner does after spawning it deadlocks: it runs on
+// top of the spawner's frames, so the spawner cannot go on. The hang report says so (it used to
+// show a plain waiting task). Another task, on the second worker, ends the hang once reported.
+TEST(HangReport, AMayInlineTaskWaitingForItsSpawnerIsNamed) {
+  rill_test::stderr_capture err;
+  argv_holder args({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=2", "--rill:hang-report-s=0.2",
+                    "--rill:inline-queue=0"});
+  rill::runtime rt(args.argc, args.argv());
+  std::string report;
+  bool reported = false;
+  const int rc = rt.run([&] {
+    const rill::user_event u = rill::user_event::create();
+    rill::finish([&] {
+      rill::async([&, u] {
+        reported = err.wait_for("end of rank 0's hang report");
+        report = err.text();
+        u.trigger();
+      });
+      rill::async(rill::may_inline, [u] { u.wait(); });  // breaks the promise: u comes after
+      if (!u.has_triggered()) u.trigger();
+    });
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(reported) << err.text();
+  EXPECT_NE(report.find("while it runs inline (rill::may_inline) above its spawner"), std::string::npos) << report;
+}
+
 TEST(HangReport, BarrierMissingAnArrival) {
   rill_test::stderr_capture err;
   argv_holder args({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=2", "--rill:hang-report-s=0.2"});
