@@ -150,6 +150,8 @@ void event_task_failed(event e, const char* type, const char* what);
 event merge_span(std::span<const event> events);
 // A new event owned by the calling rank: the completion of a task spawned to `rank`.
 event spawn_event(int rank);
+// A new event owned by the calling rank: the value of a promise's futures (rill/future.hpp).
+event promise_event();
 
 // Heap-allocated waiter that runs f(cause) once, then deletes itself.
 template <class F, class Base = event_waiter>

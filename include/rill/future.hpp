@@ -196,7 +196,7 @@ template <class T>
 class promise {
  public:
   // A promise owned by the calling rank (which must be running a Rill task or handler).
-  promise() : st_(std::make_shared<detail::future_state<T>>()) { st_->ready = user_event::create(); }
+  promise() : st_(std::make_shared<detail::future_state<T>>()) { st_->ready = detail::promise_event(); }
 
   future<T> get_future() const {
     if (!st_) throw misuse_error("rill::promise::get_future: this copy of the promise is on another rank");

@@ -113,6 +113,14 @@ void event_on_trigger(event e, event_waiter* w) { table("rill: waiting on an eve
 
 event event_create() { return table("rill: creating an event").create(); }
 
+event promise_event() {
+  if (!in_task()) return call_from_outside(-1, "rill::promise", [] { return promise_event(); });
+  event_table& t = table("rill::promise");
+  const event e = t.create();
+  t.set_op(e, op_kind::promise);
+  return e;
+}
+
 event spawn_event(int rank) {
   event_table& t = table("rill::proc::spawn");
   const event e = t.create();

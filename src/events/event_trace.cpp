@@ -25,14 +25,22 @@ const char* op_name(op_kind k) {
     case op_kind::user_event: return "user_event";
     case op_kind::merge: return "merge";
     case op_kind::spawn: return "task";
+    case op_kind::promise: return "promise";
     case op_kind::event: break;
   }
   return "event";
 }
 
 std::string describe_op(op_kind k, int arg, int me) {
-  return k == op_kind::spawn ? fmt::format("completion of a task spawned from rank {} to rank {}", me, arg)
-                             : fmt::format("{} created on rank {}", op_name(k), me);
+  switch (k) {
+    case op_kind::spawn: return fmt::format("completion of a task spawned from rank {} to rank {}", me, arg);
+    case op_kind::promise:
+      return fmt::format(
+          "future's value, whose promise was created on rank {} (the promise's holder puts it: for rpc and "
+          "async_future, the task that computes it)",
+          me);
+    default: return fmt::format("{} created on rank {}", op_name(k), me);
+  }
 }
 
 std::string event_name(event e) {
@@ -40,6 +48,45 @@ std::string event_name(event e) {
 }
 
 namespace {
+
+// Cycles of the graph `blocks` (e -> the events that cannot trigger before e), each as the events
+// along it, found by an iterative depth-first search (hang graphs can be deep: no recursion on a
+// fiber's stack); at most `most` of them.
+std::vector<std::vector<event>> find_cycles(const std::map<event, std::vector<event>>& blocks, std::size_t most) {
+  enum class mark : std::uint8_t { unseen, on_path, done };
+  std::map<event, mark> marks;
+  std::vector<std::vector<event>> cycles;
+  struct frame {
+    event e;
+    std::size_t next = 0;  // the next edge of e to follow
+  };
+  for (const auto& [root, edges] : blocks) {
+    if (marks[root] != mark::unseen) continue;
+    std::vector<frame> path{{root}};
+    marks[root] = mark::on_path;
+    while (!path.empty() && cycles.size() < most) {
+      frame& top = path.back();
+      const auto it = blocks.find(top.e);
+      if (it == blocks.end() || top.next == it->second.size()) {
+        marks[top.e] = mark::done;
+        path.pop_back();
+        continue;
+      }
+      const event to = it->second[top.next++];
+      mark& m = marks[to];
+      if (m == mark::on_path) {  // back to an event on the path: the path from it is a cycle
+        std::vector<event> cycle;
+        auto from = std::find_if(path.begin(), path.end(), [&](const frame& f) { return f.e == to; });
+        for (; from != path.end(); ++from) cycle.push_back(from->e);
+        cycles.push_back(std::move(cycle));
+      } else if (m == mark::unseen) {
+        m = mark::on_path;
+        path.push_back({to});
+      }
+    }
+  }
+  return cycles;
+}
 
 std::string describe_waiter(const event_waiter& w) {
   switch (waiter_kind_of(w)) {
@@ -257,6 +304,13 @@ void event_table::set_op(event e, op_kind op, int arg) {
 std::string event_table::pending_report() {
   // Per waited event: what it is, and who waits.
   std::map<event, std::pair<std::string, std::vector<std::string>>> waited;
+  // e -> the events whose operations wait for it here (a task's completion, a merge's result, a
+  // deferred trigger's target): the wait-for graph, in which a hang's cycle shows.
+  std::map<event, std::vector<event>> blocks;
+  auto add_waiter = [&](event e, const event_waiter& w) {
+    waited[e].second.push_back(describe_waiter(w));
+    if (const event target = waiter_target(w); !target.is_none()) blocks[e].push_back(target);
+  };
   std::vector<event> untriggered_user_events;  // waited for: only a trigger by the program ends these
   const std::uint32_t n = slot_count_.load(std::memory_order_acquire);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -277,7 +331,7 @@ std::string event_table::pending_report() {
       const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, w->gen);
       auto& entry = waited[e];
       if (entry.first.empty()) entry.first = w->gen == s.gen || s.pinned ? what : "event";
-      entry.second.push_back(describe_waiter(*w));
+      add_waiter(e, *w);
     }
     if (!s.triggered && s.has_subscribers()) {
       const event e = event::from_parts(static_cast<std::uint32_t>(me_), i, s.gen);
@@ -305,10 +359,16 @@ std::string event_table::pending_report() {
       auto& entry = waited[e];
       if (entry.first.empty())
         entry.first = fmt::format("owned by rank {} (that rank's report names its operation)", e.owner());
-      entry.second.push_back(describe_waiter(*w));
+      add_waiter(e, *w);
     }
   });
   std::string out;
+  constexpr std::size_t most_cycles = 10;
+  for (const std::vector<event>& cycle : find_cycles(blocks, most_cycles)) {
+    out += "  a cycle: nothing in it can trigger first:";
+    for (event e : cycle) out += " " + event_name(e) + " ->";
+    out += " " + event_name(cycle.front()) + " (each waits for the one before it)\n";
+  }
   for (const auto& [e, entry] : waited) {
     out += fmt::format("  {} {}, untriggered; waited on by:\n", event_name(e), entry.first);
     for (const auto& who : entry.second) out += "      " + who + "\n";

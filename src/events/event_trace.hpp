@@ -23,7 +23,7 @@
 namespace rill::detail {
 
 // The operation that created an event; kept for every owned slot (graph on or off).
-enum class op_kind : std::uint8_t { event, user_event, merge, spawn };
+enum class op_kind : std::uint8_t { event, user_event, merge, spawn, promise };
 
 const char* op_name(op_kind k);
 // What made an event owned by rank `me`, in words: "completion of a task spawned from rank 0 to

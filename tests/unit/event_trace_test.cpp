@@ -350,6 +350,62 @@ TEST(HangReport, AMayInlineTaskWaitingForItsSpawnerIsNamed) {
   EXPECT_NE(report.find("while it runs inline (rill::may_inline) above its spawner"), std::string::npos) << report;
 }
 
+// a waits for b, b for a merge that waits for a: the report prints the cycle first, not only its
+// edges one by one. Poisoning the merge's other input ends it.
+TEST(HangReport, ACycleOfWaitsIsPrintedAsOne) {
+  rill_test::stderr_capture err;
+  argv_holder args({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=2", "--rill:hang-report-s=0.2"});
+  rill::runtime rt(args.argc, args.argv());
+  std::string report;
+  rill::event a_seen, b_seen, m_seen;
+  const int rc = rt.run([&] {
+    const rill::user_event a = rill::user_event::create();
+    const rill::user_event b = rill::user_event::create();
+    const rill::user_event x = rill::user_event::create();
+    const rill::event m = rill::merge(a, x);
+    a.trigger(b);
+    b.trigger(m);
+    a_seen = a;
+    b_seen = b;
+    m_seen = m;
+    if (!err.wait_for("end of rank 0's hang report")) return 1;
+    report = err.text();
+    x.poison("breaking the cycle");
+    EXPECT_THROW(rill::event(a).wait(), rill::poisoned_error);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0) << "no hang report appeared:\n" << err.text();
+  const std::string cycle = "a cycle: nothing in it can trigger first: " + name(a_seen) + " -> " + name(m_seen) +
+                            " -> " + name(b_seen) + " -> " + name(a_seen);
+  EXPECT_NE(report.find(cycle), std::string::npos) << report;
+  EXPECT_LT(report.find("a cycle"), report.find("untriggered; waited on by")) << report;
+}
+
+// A future waited on is named as one (an rpc's result is one), not as a user event that only the
+// program can trigger, as the report used to say.
+TEST(HangReport, AFutureWaitedOnIsNamedAsAFuture) {
+  rill_test::stderr_capture err;
+  argv_holder args({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=2", "--rill:hang-report-s=0.2"});
+  rill::runtime rt(args.argc, args.argv());
+  std::string report;
+  rill::event value;
+  const int rc = rt.run([&] {
+    rill::promise<int> p;
+    const rill::future<int> f = p.get_future();
+    value = f;
+    const rill::event waiting = rill::proc::here().spawn([f] { (void)f.get(); });
+    if (!err.wait_for("end of rank 0's hang report")) return 1;
+    report = err.text();
+    p.put(7);
+    waiting.wait();
+    return 0;
+  });
+  ASSERT_EQ(rc, 0) << "no hang report appeared:\n" << err.text();
+  EXPECT_NE(report.find(name(value) + " future's value, whose promise was created on rank 0"), std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("only the program can trigger"), std::string::npos) << report;
+}
+
 TEST(HangReport, BarrierMissingAnArrival) {
   rill_test::stderr_capture err;
   argv_holder args({"--rill:transport=local", "--rill:ranks=1", "--rill:workers=2", "--rill:hang-report-s=0.2"});
