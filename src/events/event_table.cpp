@@ -9,6 +9,7 @@
 #include <deque>
 #include <exception>
 
+#include "common/log.hpp"
 #include "events/events_module.hpp"
 #include "rill/am.hpp"
 #include "rill/error.hpp"
@@ -226,8 +227,20 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   if (trace_.graph_on())
     trace_.record_trigger(event::from_parts(static_cast<std::uint32_t>(me_), index, gen), from < 0 ? me_ : from, cause);
   owned_slot* s = find_slot(index);
-  if (!s)
+  if (!s) {
+    if (from >= 0) return refuse_unknown_trigger(from, index, gen);
     throw misuse_error(fmt::format("rill: trigger of an event in slot {} that rank {} never created", index, me_));
+  }
+  if (from >= 0) {
+    // A generation beyond the slot's latest was never created: the handle is not one of this run's
+    // (a real one is created before it can travel, and generations only grow).
+    bool made;
+    {
+      std::lock_guard g(s->m);
+      made = gen <= s->gen;
+    }
+    if (!made) return refuse_unknown_trigger(from, index, gen);
+  }
   event_waiter* waiters;
   int first = -1;                // the first rank to notify
   std::vector<int> subscribers;  // the others (rarely any)
@@ -517,6 +530,21 @@ void event_table::on_subscribe(int from, std::uint32_t slot, std::uint64_t gen) 
   }
   count_sent(&sent_counts::notifications, 1);
   send_notify(from, slot, through, wire);
+}
+
+void event_table::refuse_unknown_trigger(int from, std::uint32_t slot, std::uint64_t gen) {
+  const std::string what = fmt::format(
+      "rank {} triggered {}, which rank {} never created (a handle built from bits, "
+      "or kept from another run): the trigger was dropped",
+      from, event_name(event::from_parts(static_cast<std::uint32_t>(me_), slot, gen)), me_);
+  log().error("rank {}: {}", me_, what);
+  std::lock_guard g(unknown_triggers_m_);
+  unknown_triggers_.push_back(what);
+}
+
+std::vector<std::string> event_table::unknown_triggers() {
+  std::lock_guard g(unknown_triggers_m_);
+  return unknown_triggers_;
 }
 
 void event_table::on_remote_trigger(int from, std::uint32_t slot, std::uint64_t gen, poison_ptr cause, bool notify_from,

@@ -79,6 +79,9 @@ class event_table {
     std::string created_by;  // "" when not known
   };
   std::vector<unobserved_error> unobserved_errors();
+  // Triggers from other ranks of events this rank never created, as reported when they came (each
+  // was dropped; the end of the run fails for them).
+  std::vector<std::string> unknown_triggers();
   // Notes which operation created `e` (owned here), for the hang report and the graph.
   void set_op(event e, op_kind op, int arg = -1);
   // From an idle worker: prints the hang report once the rank has been quiet for the hang time.
@@ -174,6 +177,8 @@ class event_table {
   event_waiter* trigger_pinned_locked(owned_slot& s, std::uint32_t index, std::uint64_t gen, const poison_ptr& cause,
                                       std::vector<int>& subscribers);
   void trigger_remote(event e, poison_ptr cause);
+  // Rank `from` triggered a generation of `slot` this rank never created: reported, not applied.
+  void refuse_unknown_trigger(int from, std::uint32_t slot, std::uint64_t gen);
   void subscribe(int owner, std::uint32_t slot, std::uint64_t gen);
   // Under the record's shard lock: whether its local cause (a poison this rank triggered) is now
   // observed for the first time, so that the owner must be told (send_observed).
@@ -210,6 +215,8 @@ class event_table {
     std::atomic<std::uint64_t> triggers{0};
   };
   std::vector<sent_counts> sent_;
+  std::mutex unknown_triggers_m_;
+  std::vector<std::string> unknown_triggers_;
   void count_sent(std::atomic<std::uint64_t> sent_counts::*which, std::uint64_t n);
 };
 

@@ -23,7 +23,10 @@ class events_module final : public rank_module {
   void on_idle(worker&) override {
     if (table_.trace().hang_watch_on()) table_.check_hang();
   }
-  int end_of_run(int exit_code) override { return report_unobserved_errors(table_, rank_, unobserved_, exit_code); }
+  int end_of_run(int exit_code) override {
+    exit_code = report_unknown_triggers(table_, rank_, exit_code);
+    return report_unobserved_errors(table_, rank_, unobserved_, exit_code);
+  }
   void report_counters(counter_report& out) override {
     const rill::event_counts c = table_.counts();
     out.add("slots", c.slots);

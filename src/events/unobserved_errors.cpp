@@ -62,4 +62,14 @@ int report_unobserved_errors(event_table& table, int rank, rill::unobserved_poli
   return fatal_now && exit_code == 0 ? rill::exit_fatal : exit_code;
 }
 
+int report_unknown_triggers(event_table& table, int rank, int exit_code) {
+  const std::vector<std::string> triggers = table.unknown_triggers();
+  if (triggers.empty()) return exit_code;
+  std::string lines;
+  for (const std::string& t : triggers) lines += "\n  " + t;
+  log().error("rank {}: {} trigger(s) of events this rank never created were dropped:{}\n  The run exits 3.", rank,
+              triggers.size(), lines);
+  return exit_code == 0 ? rill::exit_fatal : exit_code;
+}
+
 }  // namespace rill::detail

@@ -3,7 +3,9 @@
 // ranks, and remote spawns with remote preconditions. Rank 0's top-level task drives each test;
 // a task that finds something wrong throws, which poisons its completion event, so the failure
 // reaches rank 0's wait() with the rank and reason (also under mpirun, where ranks share nothing).
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -95,6 +97,30 @@ TEST_P(events, a_handle_another_rank_never_made_poisons_the_wait_and_the_run_goe
                           rill::proc(n - 1).spawn([] {}).wait();
                         }),
             0);
+}
+
+// A trigger of a handle made from bits, owned by another rank: the owner reports it and drops it
+// (it used to stop the job as a failed handler), the run goes on, and it ends with exit code 3 on
+// the owner.
+TEST_P(events, a_trigger_of_an_event_another_rank_never_made_is_reported_and_fails_the_run) {
+  static std::atomic<bool> hosts_owner;
+  hosts_owner = false;
+  args a(GetParam());
+  rill::runtime rt(a.argc, a.argv());
+  if (rt.ranks() < 2) return;
+  const int code = rt.run_spmd([] {
+    const int ranks = rill::rank_n();
+    if (rill::rank_me() == ranks - 1) hosts_owner = true;
+    if (rill::rank_me() != 0) return 0;
+    const rill::event bits = rill::event::from_parts(static_cast<std::uint32_t>(ranks - 1), 0x7654321, 9);
+    rill::user_event bogus;
+    std::memcpy(static_cast<void*>(&bogus), &bits, sizeof bogus);
+    bogus.trigger();
+    // The owner is alive, and its real events work.
+    rill::proc(ranks - 1).spawn([] {}).wait();
+    return 0;
+  });
+  EXPECT_EQ(code, hosts_owner ? rill::exit_fatal : 0);
 }
 
 TEST_P(events, chain_of_tasks_around_the_ranks) {
