@@ -278,8 +278,11 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
             subscribers.push_back(from);
         }
       }
-      if (cause)
-        s->more().poisoned.push_back({gen, cause, waiters || first >= 0 || !subscribers.empty() || seen_by_from});
+      if (cause) {
+        const bool seen_early = s->extra && s->extra->observed_before_trigger == gen;
+        s->more().poisoned.push_back(
+            {gen, cause, waiters || first >= 0 || !subscribers.empty() || seen_by_from || seen_early});
+      }
       reuse = s->poisoned().size() < max_poisoned_generations;
       s->retired = !reuse;
     }
@@ -564,7 +567,8 @@ void event_table::on_observed(int from, std::uint32_t slot, std::uint64_t gen) {
     throw decode_error(
         fmt::format("rank {} observed an error of slot {}, which rank {} never created", from, slot, me_));
   std::lock_guard g(s->m);
-  s->observe_poison(gen);
+  // (Messages may be reordered: the trigger this observation follows may not be here yet.)
+  if (!s->observe_poison(gen) && gen == s->gen && !s->triggered) s->more().observed_before_trigger = gen;
 }
 
 void event_table::on_notify(int owner, std::uint32_t slot, std::uint64_t through,

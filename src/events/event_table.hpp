@@ -109,6 +109,9 @@ class event_table {
     // Each is notified at every trigger until that generation has triggered, so a remote waiter
     // for an earlier generation covered by a later subscription is woken in time.
     std::vector<std::pair<int, std::uint64_t>> pinned_subscribers;
+    // A generation whose poison the rank that triggered it observed, in a message that overtook
+    // its trigger (on_observed): it is observed once it is poisoned here.
+    std::uint64_t observed_before_trigger = 0;
   };
   // One cache line: a trigger touches its slot once, and large dependency graphs keep hundreds of
   // thousands of them. The lock is a spin lock: every section is a few instructions, and a
