@@ -389,7 +389,7 @@ void event_table::check_hang() {
                                          untriggered_.load(std::memory_order_relaxed), trace_.progress()};
   const std::uint64_t now = steady_now_ns();
   if (!trace_.hang_due(sig, now)) return;
-  const std::string body = pending_report();
+  const std::string body = pending_report() + trace_.hang_notes();
   if (body.empty()) return;  // quiet, but nothing waits: not a hang
   trace_.hang_reported();
   const std::string text = fmt::format(

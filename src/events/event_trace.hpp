@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <mutex>
 #include <span>
@@ -82,9 +83,19 @@ class event_trace {
   // for the hang time and this quiet period has not been reported yet.
   bool hang_due(const std::array<std::uint64_t, 3>& sig, std::uint64_t now_ns);
   void hang_reported() { reported_ = true; }
+  // What a layer above adds to the hang report: waits that are not on events (a collective's task
+  // in its mailbox). Each note returns lines ("" when it has nothing); add them before the workers
+  // start.
+  void add_hang_note(std::function<std::string()> note) { hang_notes_.push_back(std::move(note)); }
+  std::string hang_notes() const {
+    std::string out;
+    for (const auto& note : hang_notes_) out += note();
+    return out;
+  }
   std::uint64_t quiet_ns(std::uint64_t now_ns) const { return now_ns - quiet_since_ns_; }
 
  private:
+  std::vector<std::function<std::string()>> hang_notes_;
   struct node_rec {
     event e;
     op_kind op;

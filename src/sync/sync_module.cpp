@@ -17,6 +17,8 @@ void finish_task_failed(void* scope, std::exception_ptr error) {
 sync_module::sync_module(int rank, int ranks, worker_pool& pool, events_module& events)
     : rank_module("sync"), id_(rank), size_(ranks), events_(events.table()) {
   pool.set_scope_hooks(task_scope_hooks{&release_finish_credit, &finish_task_failed});
+  // A collective's task waits in its mailbox, not on an event: the hang report asks the teams.
+  events_.trace().add_hang_note([this] { return teams_.waiting_report(); });
 }
 
 void sync_module::report_counters(counter_report& out) {

@@ -132,6 +132,20 @@ std::unique_ptr<coll_box> team_table::receive(const coll_header& h, int from) {
   return value;
 }
 
+std::string team_table::waiting_report() {
+  std::lock_guard g(m_);
+  std::string out;
+  for (const auto& [name, mb] : mailboxes_) {
+    if (!mb.waiter) continue;
+    const auto& [team, seq] = name;
+    out += fmt::format(
+        "  collective #{} of team {:#x}: this rank called {} and waits for message {} of rank {} "
+        "(a member that never calls it, or calls another one, leaves it waiting)\n",
+        seq, team, mb.mine ? call_of(*mb.mine) : std::string("it"), mb.wanted.first, mb.wanted.second);
+  }
+  return out;
+}
+
 void team_table::started(const coll_header& h) {
   std::lock_guard g(m_);
   mailbox& mb = mailboxes_[{h.team, h.seq}];

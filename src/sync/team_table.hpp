@@ -49,6 +49,8 @@ class team_table {
   // The collective has taken every message it expects: its mailbox goes, and a message for it
   // that comes later is an error (members called different collectives).
   void finished(const coll_header& h);
+  // For the hang report: the collectives whose task waits here for a message, one line each.
+  std::string waiting_report();
 
  private:
   struct held_message {

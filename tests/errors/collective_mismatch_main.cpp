@@ -1,5 +1,7 @@
 // Rank 0 calls one collective while the others call another (argv[1] says which pair): under
 // mpirun the program must stop with exit code 3 naming both calls, not exit 0 or hang.
+// roots-both-wait: every rank waits for another's broadcast, so no message ever meets a mismatch;
+// the run hangs, and each rank's hang report must name the collective it waits in.
 #include <cstdio>
 #include <string>
 
@@ -22,8 +24,10 @@ int main(int argc, char** argv) {
         std::printf("allreduce gave %ld\n", w.allreduce(1L, plus).get());
       else
         w.barrier().wait();
+    } else if (pair == "roots-both-wait") {
+      std::printf("broadcast gave %ld\n", w.broadcast(7L, first ? 1 : 0).get());
     } else {
-      std::fprintf(stderr, "usage: %s broadcast-reduce|allreduce-barrier\n", argv[0]);
+      std::fprintf(stderr, "usage: %s broadcast-reduce|allreduce-barrier|roots-both-wait\n", argv[0]);
       return 2;
     }
     return 0;
