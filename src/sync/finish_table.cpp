@@ -36,9 +36,12 @@ void finish_table::open_home(finish_proxy& home) {
   const auto addr = reinterpret_cast<std::uint64_t>(&home);
   if (addr >> finish_key::stamp_shift) fatal("rill::finish: a scope at {:#x}, above 2^48, cannot be named", addr);
   constexpr std::uint64_t stamps = std::uint64_t{1} << (64 - finish_key::stamp_shift);
-  // 1..2^16-1: 0 means closed. (A late task meets a wrong stamp unless exactly 65,535 scopes
-  // opened at the same address since its own.)
-  const std::uint64_t stamp = next_stamp_.fetch_add(1, std::memory_order_relaxed) % (stamps - 1) + 1;
+  // 1..2^16-1: 0 means closed. Counted per thread, not per rank: a finish per task must not
+  // contend for one counter, and the scope that reuses an address is almost always opened by the
+  // same worker (the same frame of a fiber it runs). A late task meets a wrong stamp unless
+  // exactly 65,535 scopes of that thread opened since its own, or another thread's count agrees.
+  thread_local std::uint64_t opened = 0;
+  const std::uint64_t stamp = opened++ % (stamps - 1) + 1;
   home.key = finish_key{me_, addr | (stamp << finish_key::stamp_shift)};
   home.count.store(1, std::memory_order_relaxed);
   home.open_stamp.store(stamp, std::memory_order_release);

@@ -82,7 +82,6 @@ class finish_table {
     }
   };
   const int me_;
-  std::atomic<std::uint64_t> next_stamp_{0};  // of homes opened here, by any worker
   std::mutex lock_;
   std::unordered_map<finish_key, finish_proxy*, key_hash> proxies_;
 };
