@@ -231,16 +231,6 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
     if (from >= 0) return refuse_unknown_trigger(from, index, gen);
     throw misuse_error(fmt::format("rill: trigger of an event in slot {} that rank {} never created", index, me_));
   }
-  if (from >= 0) {
-    // A generation beyond the slot's latest was never created: the handle is not one of this run's
-    // (a real one is created before it can travel, and generations only grow).
-    bool made;
-    {
-      std::lock_guard g(s->m);
-      made = gen <= s->gen;
-    }
-    if (!made) return refuse_unknown_trigger(from, index, gen);
-  }
   event_waiter* waiters;
   int first = -1;                // the first rank to notify
   std::vector<int> subscribers;  // the others (rarely any)
@@ -248,7 +238,13 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   bool reuse = false;
   bool pinned;
   {
-    std::lock_guard g(s->m);
+    std::unique_lock g(s->m);
+    if (from >= 0 && gen > s->gen) {
+      // A generation beyond the slot's latest was never created: the handle is not one of this
+      // run's (a real one is created before it can travel, and generations only grow).
+      g.unlock();
+      return refuse_unknown_trigger(from, index, gen);
+    }
     pinned = s->pinned;
     if (pinned) {
       if (from >= 0) {
