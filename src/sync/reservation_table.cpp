@@ -84,6 +84,17 @@ poison_ptr unknown_cause(reservation r) {
 // ---- records ------------------------------------------------------------------------------------
 
 reservation_table::record& reservation_table::find(reservation r, const char* what, bool from_api) {
+  record* rec = lookup(r, what);
+  if (!rec) throw misuse_error(fmt::format("{}: rank {} never created {}", what, me_, name_of(r)));
+  if (from_api) {
+    std::lock_guard g(rec->m);
+    if (rec->unknown) throw misuse_error(fmt::format("{}: {}", what, rec->unknown->reason));
+    if (rec->destroyed_here) throw misuse_error(fmt::format("{}: {} was destroyed on this rank", what, name_of(r)));
+  }
+  return *rec;
+}
+
+reservation_table::record* reservation_table::lookup(reservation r, const char* what) {
   if (r.is_null()) throw misuse_error(fmt::format("{}: the null reservation", what));
   if (r.creator() < 0 || r.creator() >= ranks_ || r.payload_bytes() > reservation::max_payload_bytes ||
       r.id() >= (std::uint64_t{1} << 44)) {
@@ -92,25 +103,16 @@ reservation_table::record& reservation_table::find(reservation r, const char* wh
   }
   const std::uint64_t key = key_of(r);
   shard& sh = shards_[key % shard_count];
-  record* rec;
-  {
-    std::lock_guard g(sh.m);
-    auto it = sh.records.find(key);
-    if (it == sh.records.end()) {
-      if (r.creator() == me_) throw misuse_error(fmt::format("{}: rank {} never created {}", what, me_, name_of(r)));
-      auto fresh = std::make_unique<record>();
-      fresh->hint = r.creator();
-      fresh->bytes = r.payload_bytes();
-      it = sh.records.emplace(key, std::move(fresh)).first;
-    }
-    rec = it->second.get();
+  std::lock_guard g(sh.m);
+  auto it = sh.records.find(key);
+  if (it == sh.records.end()) {
+    if (r.creator() == me_) return nullptr;
+    auto fresh = std::make_unique<record>();
+    fresh->hint = r.creator();
+    fresh->bytes = r.payload_bytes();
+    it = sh.records.emplace(key, std::move(fresh)).first;
   }
-  if (from_api) {
-    std::lock_guard g(rec->m);
-    if (rec->unknown) throw misuse_error(fmt::format("{}: {}", what, rec->unknown->reason));
-    if (rec->destroyed_here) throw misuse_error(fmt::format("{}: {} was destroyed on this rank", what, name_of(r)));
-  }
-  return *rec;
+  return it->second.get();
 }
 
 void reservation_table::allocate_payload(record& rec, std::uint32_t bytes) {
@@ -369,8 +371,9 @@ void reservation_table::on_request(reservation r, int requester) {
   if (requester < 0 || requester >= ranks_ || requester == me_) {
     throw decode_error(fmt::format("a request for {} from rank {} names rank {}", name_of(r), am::sender(), requester));
   }
-  if (refuse_unknown(r, requester)) return;
-  record& rec = find(r, "a reservation request", false);
+  record* found = find_or_refuse(r, requester, "a reservation request");
+  if (!found) return;
+  record& rec = *found;
   outbox out;
   {
     std::lock_guard g(rec.m);
@@ -437,22 +440,14 @@ void reservation_table::on_transfer(reservation r, int from, const std::vector<s
 
 void reservation_table::on_destroy(reservation r, int from) {
   if (from < 0 || from >= ranks_) throw decode_error(fmt::format("a destroy of {} names rank {}", name_of(r), from));
-  if (refuse_unknown(r, from)) return;
-  record& rec = find(r, "a reservation destroy", false);
-  do_destroy(r, rec, from);
+  if (record* rec = find_or_refuse(r, from, "a reservation destroy")) do_destroy(r, *rec, from);
 }
 
-bool reservation_table::refuse_unknown(reservation r, int to) {
-  if (r.creator() != me_ || r.is_null()) return false;
-  const std::uint64_t key = key_of(r);
-  shard& sh = shards_[key % shard_count];
-  {
-    std::lock_guard g(sh.m);
-    if (sh.records.count(key)) return false;
-  }
-  if (to == me_) return false;  // (find reports it to this rank's own caller)
-  send_unknown(to, r);
-  return true;
+reservation_table::record* reservation_table::find_or_refuse(reservation r, int to, const char* what) {
+  if (to == me_) return &find(r, what, false);  // (this rank's own caller hears it)
+  record* rec = lookup(r, what);
+  if (!rec) send_unknown(to, r);
+  return rec;
 }
 
 void reservation_table::on_unknown(reservation r) {

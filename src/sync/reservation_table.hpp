@@ -98,6 +98,8 @@ class reservation_table {
   // The record of r, created on first sight (hint: the creator). Throws misuse_error naming
   // `what` for the null reservation, an unknown creator, or one destroyed from this rank.
   record& find(reservation r, const char* what, bool from_api);
+  // find() without the last check: nullptr when this rank is r's creator and never made it.
+  record* lookup(reservation r, const char* what);
   void allocate_payload(record& rec, std::uint32_t bytes);
 
   void do_acquire(reservation r, record& rec, event grant, bool shared);
@@ -113,8 +115,9 @@ class reservation_table {
   // Ends every wait for r on this rank with `cause` (default: r was destroyed) and passes the news
   // on to the ranks whose requests this rank held.
   void poison_destroyed(reservation r, record& rec, outbox& out, poison_ptr cause = nullptr);
-  // The creator's answer to a message about a reservation it never made: the sender's waits fail.
-  bool refuse_unknown(reservation r, int to);
+  // For a message from `to` about r: r's record, or nullptr after answering `to` that this rank,
+  // r's creator, never made it (the sender's waits fail).
+  record* find_or_refuse(reservation r, int to, const char* what);
 
   const int me_;
   const int ranks_;
