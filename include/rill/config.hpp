@@ -22,6 +22,17 @@ enum class tag_checks { every, home };
 // What the end of a run does about errors nobody observed: poisoned events that no one waited on,
 // queried or passed on (rill/event.hpp, docs/debugging.md).
 enum class unobserved_policy { fatal, warn, ignore };
+// Faults the local transport injects on purpose (--rill:faults; docs/debugging.md#fault-injection),
+// so that tests see what the runtime detects when a network misbehaves. Seeded by --rill:chaos.
+struct fault_plan {
+  std::uint64_t drop_one_in = 0;  // a buffer of application messages is lost with probability 1/N (0: never)
+  int stall_rank = -1;            // after its first stall_after buffers this rank neither receives nor
+  std::uint64_t stall_after = 0;  //   sends anything more: to the others it stopped answering
+  int slow_rank = -1;             // buffers to this rank arrive slow_ms late
+  std::uint64_t slow_ms = 0;
+  bool any() const { return drop_one_in != 0 || stall_rank >= 0 || slow_rank >= 0; }
+  bool operator==(const fault_plan&) const = default;
+};
 
 // One field per option of rill/config_options.hpp, with its default there.
 struct config {

@@ -26,7 +26,11 @@
     "mpi: bytes of the shared-memory ring a rank keeps for each other rank of its node, through which their buffers " \
     "(up to agg-bytes + large-bytes, and a quarter of the ring) travel instead of MPI (0 = off, else at least 4KiB)") \
   X(transport, "chaos", chaos, std::uint64_t, 0, number(0, ~std::uint64_t{0}), from_config, per_rank,                 \
-    "local transport: seed for delayed, reordered, batched delivery (0 = off)")
+    "local transport: seed for delayed, reordered, batched delivery (0 = off)")                                       \
+  X(transport, "faults", faults, fault_plan, fault_plan{}, fault_spec, from_config, per_rank,                         \
+    "local transport: faults to inject, comma-separated: drop=N (a buffer of application messages is lost with "      \
+    "probability 1/N), stall=R@K (rank R stops receiving and sending after K buffers), slow=R:MS (buffers to rank R " \
+    "arrive MS ms late); random choices follow the chaos seed")
 
 #define RILL_SCHEDULER_OPTIONS(X)                                                                                     \
   X(scheduler, "workers", workers, int, 1, number(1, 1024), "cores / ranks on this node", per_rank,                   \
@@ -48,15 +52,18 @@
   X(messages, "agg-age-us", agg_age_us, std::uint64_t, 200, number(0, 10'000'000), from_config, per_rank,             \
     "age threshold: a buffer whose oldest message is this old (microseconds) leaves")                                 \
   X(messages, "large-bytes", large_bytes, std::size_t, 16 * 1024, bytes(64, std::size_t{1} << 30), from_config, same, \
-    "payloads above this size travel on their own, not copied into buffers")
+    "payloads above this size travel on their own, not copied into buffers")                                         \
+  X(messages, "unresponsive-s", unresponsive_s, double, 0, seconds(0, 1e6), from_config, per_rank,                    \
+    "a rank that has not answered a delivery audit (which a stuck rank starts, see hang-report-s) for this long "     \
+    "stops the job with exit code 3 (0 = only report it: a rank whose workers all run long tasks answers late)")
 
 #define RILL_EVENTS_OPTIONS(X)                                                                                        \
   X(events, "event-graph", event_graph, std::string, "", path, from_config, per_rank,                                 \
     "record the event graph; at the end each rank writes PATH.rankN.dot (and the whole graph to PATH when all ranks " \
     "share this process), see docs/debugging.md")                                                                     \
   X(events, "hang-report-s", hang_report_s, double, 30, seconds(0, 1e6), from_config, per_rank,                       \
-    "seconds without any event triggering on a rank that has waiters before it prints what it waits on (0 = never; "  \
-    "fractions allowed)")                                                                                             \
+    "seconds without any event triggering on a rank that has waiters before it prints what it waits on and audits "  \
+    "message delivery, which reports lost messages and silent ranks (0 = never; fractions allowed)")                                                                                             \
   X(events, "unobserved-errors", unobserved_errors, unobserved_policy, unobserved_policy::fatal, unobserved_names,    \
     from_config, per_rank,                                                                                            \
     "a poisoned event nobody waited on, queried or passed on (a failed proc::spawn, a dropped rpc future) is "        \

@@ -84,8 +84,9 @@ class event_table {
   std::vector<std::string> unknown_triggers();
   // Notes which operation created `e` (owned here), for the hang report and the graph.
   void set_op(event e, op_kind op, int arg = -1);
-  // From an idle worker: prints the hang report once the rank has been quiet for the hang time.
-  void check_hang();
+  // From an idle worker: prints the hang report once the rank has been quiet for the hang time;
+  // returns whether it did.
+  bool check_hang();
   // What this rank waits on now: the untriggered events with waiters ("" when none).
   std::string pending_report();
 

@@ -381,24 +381,26 @@ std::string event_table::pending_report() {
   return out;
 }
 
-void event_table::check_hang() {
-  if (!event_trace::hang_tick()) return;
+bool event_table::check_hang() {
+  if (!event_trace::hang_tick()) return false;
   std::unique_lock l(trace_.hang_mutex(), std::try_to_lock);
-  if (!l.owns_lock()) return;
+  if (!l.owns_lock()) return false;
   const std::array<std::uint64_t, 3> sig{created_.load(std::memory_order_relaxed),
                                          untriggered_.load(std::memory_order_relaxed), trace_.progress()};
   const std::uint64_t now = steady_now_ns();
-  if (!trace_.hang_due(sig, now)) return;
+  if (!trace_.hang_due(sig, now)) return false;
   const std::string body = pending_report() + trace_.hang_notes();
-  if (body.empty()) return;  // quiet, but nothing waits: not a hang
+  if (body.empty()) return false;  // quiet, but nothing waits: not a hang
   trace_.hang_reported();
   const std::string text = fmt::format(
       "rill: hang report: rank {} has seen no event trigger for {:.1f} s while these events have waiters\n"
-      "rill: (the run goes on; --rill:hang-report-s sets the quiet time, 0 turns the report off)\n"
+      "rill: (the run goes on, and message delivery is audited; --rill:hang-report-s sets the quiet time, 0 turns the "
+      "report off)\n"
       "{}rill: end of rank {}'s hang report\n",
       me_, static_cast<double>(trace_.quiet_ns(now)) / 1e9, body, me_);
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fflush(stderr);
+  return true;
 }
 
 }  // namespace rill::detail

@@ -4,6 +4,7 @@
 
 #include "events/event_table.hpp"
 #include "events/unobserved_errors.hpp"
+#include "messages/delivery_audit.hpp"
 #include "rill/config.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/rank_modules.hpp"
@@ -12,16 +13,18 @@ namespace rill::detail {
 
 class events_module final : public rank_module {
  public:
-  events_module(int rank, int ranks, const rill::config& cfg)
+  events_module(int rank, int ranks, const rill::config& cfg, delivery_audit& audit)
       : rank_module("events", idle_hook),
         rank_(rank),
+        audit_(audit),
         unobserved_(cfg.unobserved_errors),
         table_(rank, ranks, cfg.workers) {
     table_.trace().configure(cfg);
   }
   event_table& table() { return table_; }
   void on_idle(worker&) override {
-    if (table_.trace().hang_watch_on()) table_.check_hang();
+    // A message lost on the way would leave the waiters hanging: find out.
+    if (table_.trace().hang_watch_on() && table_.check_hang()) audit_.start("a hang report");
   }
   int end_of_run(int exit_code) override {
     exit_code = report_unknown_triggers(table_, rank_, exit_code);
@@ -42,6 +45,7 @@ class events_module final : public rank_module {
 
  private:
   const int rank_;
+  delivery_audit& audit_;
   const rill::unobserved_policy unobserved_;
   event_table table_;
 };

@@ -15,6 +15,7 @@ namespace {
 // two, so no other fiber of this thread can interleave).
 thread_local buffer pending_large;
 thread_local int pending_large_dest = -1;
+thread_local std::uint32_t pending_large_application = 0;
 // Buffers up to this size are copied out when they leave (see take_locked).
 constexpr std::size_t small_copy_bytes = 512;
 }  // namespace
@@ -32,6 +33,7 @@ aggregator::aggregator(int self, int ranks, const rill::config& cfg, buffer_sink
 std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
   if (bytes > large_) {
     pending_large_dest = dest;
+    pending_large_application = (id & wire::control_bit) ? 0 : 1;
     pending_large.clear();
     pending_large.reserve(wire::buffer_header_bytes + 8 + bytes);
     const std::uint32_t sequence = take_single_sequence(dest);
@@ -59,11 +61,13 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
       // Stamped by the first flush_aged() that sees the buffer, not here: a clock read per new
       // buffer is latency on every lone message, and progress points come often.
       q.first_ns = 0;
+      q.control = 0;
       q.nonempty.store(true, std::memory_order_release);
       buffered_.fetch_add(1, std::memory_order_acq_rel);
     }
     std::byte* payload = wire::write_message_header(q.buf.data(), q.used, id, bytes);
     q.used += need;
+    q.control += (id & wire::control_bit) ? 1 : 0;
     const std::uint32_t sequence = q.next_sequence++;
     if (trace::enabled()) [[unlikely]]
       trace::instant<trace::kind::message_send>(traced_flow(self_, dest, sequence, id),
@@ -79,7 +83,7 @@ void aggregator::commit(int dest) {
     pending_large = buffer{};
     pending_large_dest = -1;
     trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(dest), mine.size());
-    sink_.transmit(dest, std::move(mine));
+    sink_.transmit(dest, std::move(mine), pending_large_application);
     return;
   }
   queue& q = queues_[static_cast<std::size_t>(dest)];
@@ -92,7 +96,8 @@ void aggregator::commit(int dest) {
 
 void aggregator::leave_locked(queue& q, int dest) {
   trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(dest), q.used);
-  if (sink_.transmit_copy(dest, std::span<const std::byte>(q.buf.data(), q.used))) {
+  const std::uint32_t application = wire::get<std::uint32_t>(q.buf.data() + 8) - q.control;
+  if (sink_.transmit_copy(dest, std::span<const std::byte>(q.buf.data(), q.used), application)) {
     q.nonempty.store(false, std::memory_order_release);
     buffered_.fetch_sub(1, std::memory_order_acq_rel);
     q.used = 0;
@@ -101,7 +106,7 @@ void aggregator::leave_locked(queue& q, int dest) {
   }
   buffer full = take_locked(q);
   q.lock.unlock();
-  sink_.transmit(dest, std::move(full));
+  sink_.transmit(dest, std::move(full), application);
 }
 
 buffer aggregator::take_locked(queue& q) {

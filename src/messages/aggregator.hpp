@@ -51,6 +51,7 @@ class aggregator {
     std::size_t used = 0;             // <= wire::buffer_header_bytes: no message yet
     std::uint64_t first_ns = 0;       // when a progress point first saw the buffer (0: not yet)
     std::uint32_t next_sequence = 0;  // of the next message reserved (wire_format.hpp)
+    std::uint32_t control = 0;        // control messages in buf (the rest are counted as sent)
     std::atomic<bool> nonempty{false};
   };
   buffer take_locked(queue& q);

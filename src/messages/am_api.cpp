@@ -68,7 +68,7 @@ void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes) {
     trace::instant<trace::kind::message_send>(message_flow(m.id(), dest, sequence), static_cast<std::uint64_t>(dest),
                                               payload);
     const std::size_t size = mine.size();
-    m.out().transmit(dest, std::move(mine));
+    m.out().transmit(dest, std::move(mine), 1);
     // The buffer left with the message; serialize the next one into a recycled buffer (a send that
     // completed) rather than growing a new one from nothing. Senders of large payloads tend to
     // send more of the same size.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "transport/transport.hpp"
@@ -12,13 +13,13 @@ namespace rill::detail {
 
 class buffer_sink {
  public:
-  // Hands a finished buffer to the transport, waiting (a task yields its worker) while `dest` is
-  // full. May make network progress, and so run handlers that send: never call it with a
-  // destination locked.
-  virtual void transmit(int dest, buffer&& b) = 0;
+  // Hands a finished buffer, holding `application` messages that are not control messages, to the
+  // transport, waiting (a task yields its worker) while `dest` is full. May make network progress,
+  // and so run handlers that send: never call it with a destination locked.
+  virtual void transmit(int dest, buffer&& b, std::uint32_t application) = 0;
   // Sends a copy of `bytes` at once if the transport can (endpoint::try_send_copy, a node ring);
   // false otherwise, and then the caller transmits the buffer itself.
-  virtual bool transmit_copy(int dest, std::span<const std::byte> bytes) = 0;
+  virtual bool transmit_copy(int dest, std::span<const std::byte> bytes, std::uint32_t application) = 0;
 
  protected:
   ~buffer_sink() = default;

@@ -39,9 +39,26 @@ inline decoded_message next_message(std::span<const std::byte> buf, std::size_t&
   return m;
 }
 
+// Whether a buffer this rank built holds a runtime control message. The local transport's fault
+// injector loses only buffers without one (rill::fault_plan): the protocols that detect a loss run
+// on control messages.
+inline bool has_control_message(std::span<const std::byte> buf) {
+  std::size_t at = wire::buffer_header_bytes;
+  for (std::uint32_t i = wire::get<std::uint32_t>(buf.data() + 8); i > 0; --i)
+    if (next_message(buf, at).control) return true;
+  return false;
+}
+
+// What a valid buffer holds: its messages, and how many of them are not runtime control messages
+// (delivery audits compare those: messages/delivery_counts.hpp).
+struct buffer_counts {
+  std::uint32_t messages;
+  std::uint32_t application;
+};
+
 // Checks a whole buffer before any of its handlers runs (a corrupt buffer runs none): header,
-// every length and every handler id. Returns the number of messages, or an error text.
-inline std::variant<std::uint32_t, std::string> validate_buffer(std::span<const std::byte> buf, int source,
+// every length and every handler id. Returns what it holds, or an error text.
+inline std::variant<buffer_counts, std::string> validate_buffer(std::span<const std::byte> buf, int source,
                                                                 std::size_t handler_count) {
   if (buf.size() < wire::buffer_header_bytes) {
     return fmt::format("truncated buffer from rank {}: {} bytes, header needs {}", source, buf.size(),
@@ -55,6 +72,7 @@ inline std::variant<std::uint32_t, std::string> validate_buffer(std::span<const 
     return fmt::format("buffer received from rank {} claims to come from rank {}", source, claimed);
   }
   const auto count = wire::get<std::uint32_t>(buf.data() + 8);
+  std::uint32_t application = 0;
   std::size_t at = wire::buffer_header_bytes;
   for (std::uint32_t i = 0; i < count; ++i) {
     if (buf.size() - at < 4) return fmt::format("truncated message {} of {} from rank {}", i, count, source);
@@ -67,6 +85,7 @@ inline std::variant<std::uint32_t, std::string> validate_buffer(std::span<const 
       at += 4;
     }
     const std::uint16_t id = raw_id & wire::max_handler_id;
+    application += (raw_id & wire::control_bit) ? 0 : 1;
     if (id >= handler_count) {
       return fmt::format("unknown handler id {} in message {} from rank {} (this binary has {} handlers)", id, i,
                          source, handler_count);
@@ -80,7 +99,7 @@ inline std::variant<std::uint32_t, std::string> validate_buffer(std::span<const 
   if (at != buf.size()) {
     return fmt::format("buffer from rank {} has {} bytes after its {} messages", source, buf.size() - at, count);
   }
-  return count;
+  return buffer_counts{count, application};
 }
 
 // Calls visit(decoded_message) for each message, after validating the whole buffer first (so a
@@ -91,7 +110,7 @@ std::optional<std::string> decode_buffer(std::span<const std::byte> buf, int sou
   auto checked = validate_buffer(buf, source, handler_count);
   if (auto* error = std::get_if<std::string>(&checked)) return std::move(*error);
   std::size_t at = wire::buffer_header_bytes;
-  for (std::uint32_t i = std::get<std::uint32_t>(checked); i > 0; --i) visit(next_message(buf, at));
+  for (std::uint32_t i = std::get<buffer_counts>(checked).messages; i > 0; --i) visit(next_message(buf, at));
   return std::nullopt;
 }
 

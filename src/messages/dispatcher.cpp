@@ -56,8 +56,8 @@ std::shared_ptr<const void> dispatcher::pin(received_buffer& rb) {
   return rb.pinned;
 }
 
-dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int workers, aggregator& agg)
-    : ep_(ep), pool_(pool), agg_(agg), id_(ep.rank()), received_(static_cast<std::size_t>(workers)) {}
+dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int workers, aggregator& agg, delivery_counts& counts)
+    : ep_(ep), pool_(pool), agg_(agg), counts_(counts), id_(ep.rank()), received_(static_cast<std::size_t>(workers)) {}
 
 bool dispatcher::progress(worker& w) {
   // Messages a suspended handler left behind in its batch run first (see run_received).
@@ -74,8 +74,10 @@ bool dispatcher::progress(worker& w) {
       const std::span<const std::byte> bytes(in.bytes);
       auto checked = validate_buffer(bytes, in.source, handler_count());
       if (auto* error = std::get_if<std::string>(&checked)) fatal("rank {} received a bad buffer: {}", id_, *error);
+      const buffer_counts counts = std::get<buffer_counts>(checked);
+      counts_.add_received(in.source, counts.application);
       trace::instant<trace::kind::message_arrival>(0, static_cast<std::uint64_t>(in.source), bytes.size());
-      queue.push_back(received_buffer{std::move(in), bytes, wire::buffer_header_bytes, std::get<std::uint32_t>(checked),
+      queue.push_back(received_buffer{std::move(in), bytes, wire::buffer_header_bytes, counts.messages,
                                       wire::first_sequence(bytes.data()), nullptr});
     }
     run_received(w);

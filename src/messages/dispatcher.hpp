@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "messages/aggregator.hpp"
+#include "messages/delivery_counts.hpp"
 #include "scheduler/worker_pool.hpp"
 #include "transport/transport.hpp"
 
@@ -17,7 +18,7 @@ namespace rill::detail {
 class dispatcher {
  public:
   // `pool` may be under construction: it is used only once workers run.
-  dispatcher(endpoint& ep, worker_pool& pool, int workers, aggregator& agg);
+  dispatcher(endpoint& ep, worker_pool& pool, int workers, aggregator& agg, delivery_counts& counts);
 
   // Network progress on worker w: runs what a suspended handler left, polls the endpoint, runs the
   // new buffers' handlers, and sends what they and others buffered when due. Returns whether it
@@ -45,6 +46,7 @@ class dispatcher {
   endpoint& ep_;
   worker_pool& pool_;
   aggregator& agg_;
+  delivery_counts& counts_;
   const int id_;
   std::vector<std::deque<received_buffer>> received_;  // per worker (by index): buffers being run
 };

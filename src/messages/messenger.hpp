@@ -4,6 +4,7 @@
 #pragma once
 
 #include "messages/aggregator.hpp"
+#include "messages/delivery_counts.hpp"
 #include "messages/dispatcher.hpp"
 #include "messages/outbox.hpp"
 #include "rill/config.hpp"
@@ -22,14 +23,17 @@ class messenger final : public rank_module {
         id_(ep.rank()),
         size_(ep.size()),
         large_bytes_(cfg.large_bytes),
-        outbox_(ep, pool),
+        counts_(size_),
+        outbox_(ep, pool, counts_),
         agg_(id_, size_, cfg, outbox_),
-        dispatch_(ep, pool, cfg.workers, agg_) {}
+        dispatch_(ep, pool, cfg.workers, agg_, counts_) {}
 
   int id() const { return id_; }
   int size() const { return size_; }
   aggregator& agg() { return agg_; }
   outbox& out() { return outbox_; }
+  // Messages handed to the endpoint and received, per rank (delivery audits read them).
+  const delivery_counts& counts() const { return counts_; }
   // Payloads above this leave in a buffer of their own, not through the aggregator.
   std::size_t large_bytes() const { return large_bytes_; }
   // The largest buffer the transport carries to another rank.
@@ -56,6 +60,7 @@ class messenger final : public rank_module {
   const int id_;
   const int size_;
   const std::size_t large_bytes_;
+  delivery_counts counts_;
   outbox outbox_;
   aggregator agg_;
   dispatcher dispatch_;

@@ -3,6 +3,7 @@
 #include "events/events_module.hpp"
 #include "global/global_module.hpp"
 #include "machine/machine_module.hpp"
+#include "messages/delivery_audit.hpp"
 #include "runtime/termination.hpp"
 #include "steal/remote_steal.hpp"
 #include "sync/sync_module.hpp"
@@ -11,12 +12,13 @@ namespace rill::detail {
 
 void add_builtin_modules(rank_core& core, const rill::config& cfg, std::shared_ptr<const rill::machine> machine) {
   module_table& m = core.modules();
-  events_module& events = m.add<events_module>(core.id(), core.size(), cfg);
+  delivery_audit& audit = m.add<delivery_audit>(core.msgr(), cfg);
+  events_module& events = m.add<events_module>(core.id(), core.size(), cfg, audit);
   m.add<sync_module>(core.id(), core.size(), core.pool(), events);
   m.add<global_module>(core.id(), core.size(), cfg);
   const rill::machine& model = m.add<machine_module>(std::move(machine)).model();
   m.add<remote_steal>(core, model, cfg);
-  m.add<termination>(core);
+  m.add<termination>(core, audit);
   core.modules_ready();
 }
 

@@ -12,6 +12,7 @@
 #include "events/events_module.hpp"
 #include "global/global_module.hpp"
 #include "machine/machine.hpp"
+#include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
 #include "rill/error.hpp"
 #include "rill/launcher.hpp"
@@ -90,6 +91,13 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
       throw usage_error(
           "--rill:ranks sets the ranks of the local transport; under mpi the launcher decides (mpirun -np N)");
     }
+    const rill::fault_plan& faults = opts.cfg.faults;
+    if (faults.any() && opts.cfg.transport == transport_kind::mpi)
+      throw usage_error("--rill:faults injects faults into the local transport only");
+    for (const int r : {faults.stall_rank, faults.slow_rank})
+      if (r >= opts.cfg.ranks)
+        throw usage_error(
+            fmt::format("--rill:faults names rank {}, but there are {} (--rill:ranks)", r, opts.cfg.ranks));
   } catch (const usage_error& e) {
     std::fprintf(stderr, "rill: error: %s\n", e.what());
     std::exit(exit_usage);
@@ -102,7 +110,7 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
       cfg.transport == transport_kind::mpi
           ? detail::make_mpi_transport(cfg, &detail::deep_call,
                                        {detail::build_fingerprint(), detail::options_every_rank_must_share(cfg)})
-          : detail::make_local_transport(cfg);
+          : detail::make_local_transport(cfg, detail::has_control_message);
   detail::install_fault_report();
   detail::set_fault_handler_names(&detail::handler_name);
   if (!opts.was_given("workers")) cfg.workers = impl_->transport->cores_per_rank();

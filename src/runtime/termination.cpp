@@ -1,5 +1,6 @@
 #include "runtime/termination.hpp"
 
+#include "common/clock.hpp"
 #include "messages/control_send.hpp"
 
 namespace rill::detail {
@@ -33,6 +34,7 @@ void termination::top_level_done(int code) {
     replies_ = 0;
     sent_ = handled_ = 0;
   }
+  moved_ns_.store(steady_now_ns(), std::memory_order_relaxed);
   send_probes(rank_, wave);
 }
 
@@ -54,12 +56,22 @@ void termination::spmd_done(int from, int code) {
     replies_ = 0;
     sent_ = handled_ = 0;
   }
+  moved_ns_.store(steady_now_ns(), std::memory_order_relaxed);
   send_probes(rank_, wave);
 }
 
 void termination::on_probe(std::uint64_t wave) { probe_wave_.store(wave, std::memory_order_release); }
 
+void termination::audit_if_stuck() {
+  thread_local unsigned calls = 0;
+  if (++calls % 64 != 0) return;  // a clock read is as costly as a poll
+  const std::uint64_t moved = moved_ns_.load(std::memory_order_relaxed);
+  if (moved == 0 || steady_now_ns() - moved < audit_.period_ns()) return;
+  audit_.start("termination detection has seen no progress");
+}
+
 void termination::on_idle(worker&) {
+  if (rank_.id() == 0 && audit_.enabled()) audit_if_stuck();
   std::uint64_t wave = probe_wave_.load(std::memory_order_acquire);
   if (wave == 0 || !rank_.pool().quiet()) return;
   if (!probe_wave_.compare_exchange_strong(wave, 0)) return;
@@ -81,6 +93,7 @@ void termination::on_reply(std::uint64_t wave, std::uint64_t sent, std::uint64_t
     sent_ += sent;
     handled_ += handled;
     if (++replies_ < rank_.size()) return;
+    if (sent_ != prev_sent_ || handled_ != prev_handled_) moved_ns_.store(steady_now_ns(), std::memory_order_relaxed);
     if (sent_ == handled_ && sent_ == prev_sent_ && handled_ == prev_handled_) {
       done = true;
       code = exit_code_;

@@ -3,6 +3,11 @@
 // Chaos mode (--rill:chaos=SEED) holds each arriving buffer back for a random number of polls and
 // releases held buffers in random order, a random number at a time: deliveries are delayed,
 // reordered (across and within sender/receiver pairs) and batched, reproducibly per seed.
+//
+// Fault injection (--rill:faults, rill::fault_plan) goes further, for tests of what the runtime
+// detects: it loses buffers (never one the runtime's own protocols need: `must_arrive`), cuts a
+// rank off after a number of buffers (it neither receives nor sends from then on, like a stopped
+// process), and delays every buffer to one rank by a fixed time.
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -10,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "common/clock.hpp"
 #include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
 
@@ -22,18 +28,26 @@ class local_endpoint;
 struct held_buffer {
   incoming msg;
   int polls_left;
+  std::uint64_t due_ns;  // not delivered before (a slow rank's buffers); 0: at once
 };
 
 class local_endpoint final : public endpoint {
  public:
-  local_endpoint(int rank, int size, const rill::config& cfg, std::vector<local_endpoint*>& peers)
+  local_endpoint(int rank, int size, const rill::config& cfg, buffer_filter must_arrive,
+                 std::vector<local_endpoint*>& peers)
       : rank_(rank),
         size_(size),
         queue_limit_(cfg.queue_buffers),
         chaos_(cfg.chaos != 0),
+        drop_one_in_(cfg.faults.drop_one_in),
+        stall_after_(cfg.faults.stall_rank == rank ? cfg.faults.stall_after : ~std::uint64_t{0}),
+        delay_ns_(cfg.faults.slow_rank == rank ? cfg.faults.slow_ms * 1'000'000 : 0),
+        must_arrive_(must_arrive),
         rng_(cfg.chaos * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank)),
         peers_(peers),
-        in_flight_from_(static_cast<std::size_t>(size)) {}
+        in_flight_from_(static_cast<std::size_t>(size)) {
+    if (stall_after_ == 0) stalled_.store(true);
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -43,7 +57,14 @@ class local_endpoint final : public endpoint {
     auto& counter = to.in_flight_from_[static_cast<std::size_t>(rank_)];
     if (counter.load(std::memory_order_acquire) >= queue_limit_) return false;
     counter.fetch_add(1, std::memory_order_acq_rel);
-    to.deliver(incoming{rank_, std::move(b)});
+    // A stalled rank's sends go nowhere; they still fill its queue to `dest`, as a stopped
+    // process's unsent buffers would.
+    if (stalled_.load(std::memory_order_acquire)) {
+      std::lock_guard g(lock_);
+      frozen_.push_back(std::move(b));
+    } else {
+      to.deliver(incoming{rank_, std::move(b)});
+    }
     b.clear();
     return true;
   }
@@ -52,8 +73,9 @@ class local_endpoint final : public endpoint {
     if (!has_data_.load(std::memory_order_acquire)) return 0;
     std::lock_guard g(lock_);
     std::size_t n = 0;
+    const std::uint64_t now = delay_ns_ ? steady_now_ns() : 0;
     if (!chaos_) {
-      while (n < max && !inbox_.empty()) {
+      while (n < max && !inbox_.empty() && inbox_.front().due_ns <= now && !stalled_.load(std::memory_order_relaxed)) {
         release(out, std::move(inbox_.front().msg));
         inbox_.pop_front();
         ++n;
@@ -63,8 +85,8 @@ class local_endpoint final : public endpoint {
       // Release a random batch of the buffers whose delay has run out, in random order.
       std::shuffle(inbox_.begin(), inbox_.end(), rng_);
       const std::size_t batch = std::uniform_int_distribution<std::size_t>(1, std::max<std::size_t>(1, max))(rng_);
-      for (auto it = inbox_.begin(); it != inbox_.end() && n < batch;) {
-        if (it->polls_left == 0) {
+      for (auto it = inbox_.begin(); it != inbox_.end() && n < batch && !stalled_.load(std::memory_order_relaxed);) {
+        if (it->polls_left == 0 && it->due_ns <= now) {
           release(out, std::move(it->msg));
           it = inbox_.erase(it);
           ++n;
@@ -73,11 +95,11 @@ class local_endpoint final : public endpoint {
         }
       }
     }
-    has_data_.store(!inbox_.empty(), std::memory_order_release);
+    has_data_.store(!inbox_.empty() && !stalled_.load(std::memory_order_relaxed), std::memory_order_release);
     return n;
   }
 
-  bool needs_polling() const override { return chaos_ && has_data_.load(std::memory_order_acquire); }
+  bool needs_polling() const override { return (chaos_ || delay_ns_) && has_data_.load(std::memory_order_acquire); }
   bool has_input() const override { return has_data_.load(std::memory_order_seq_cst); }
 
   void on_arrival(std::function<void()> wake) override { wake_ = std::move(wake); }
@@ -86,8 +108,13 @@ class local_endpoint final : public endpoint {
   void deliver(incoming msg) {
     {
       std::lock_guard g(lock_);
-      const int delay = chaos_ ? std::uniform_int_distribution<int>(0, 8)(rng_) : 0;
-      inbox_.push_back({std::move(msg), delay});
+      if (drop_one_in_ != 0 && !must_arrive_(msg.bytes) && rng_() % drop_one_in_ == 0) {
+        in_flight_from_[static_cast<std::size_t>(msg.source)].fetch_sub(1, std::memory_order_acq_rel);
+        return;  // lost
+      }
+      const int polls = chaos_ ? std::uniform_int_distribution<int>(0, 8)(rng_) : 0;
+      inbox_.push_back({std::move(msg), polls, delay_ns_ ? steady_now_ns() + delay_ns_ : 0});
+      if (stalled_.load(std::memory_order_relaxed)) return;  // held for good: nothing to wake for
       has_data_.store(true, std::memory_order_release);
     }
     if (wake_) wake_();
@@ -96,13 +123,21 @@ class local_endpoint final : public endpoint {
   void release(std::vector<incoming>& out, incoming msg) {
     in_flight_from_[static_cast<std::size_t>(msg.source)].fetch_sub(1, std::memory_order_acq_rel);
     out.push_back(std::move(msg));
+    if (++received_ == stall_after_) stalled_.store(true, std::memory_order_release);
   }
 
   const int rank_;
   const int size_;
   const int queue_limit_;
   const bool chaos_;
-  std::mt19937_64 rng_;  // guarded by lock_
+  const std::uint64_t drop_one_in_;
+  const std::uint64_t stall_after_;  // buffers this rank receives before it stalls (~0: never)
+  const std::uint64_t delay_ns_;     // every buffer to this rank arrives this late
+  const buffer_filter must_arrive_;
+  std::atomic<bool> stalled_{false};
+  std::uint64_t received_ = 0;  // guarded by lock_
+  std::deque<buffer> frozen_;   // what this rank sent after it stalled (guarded by lock_)
+  std::mt19937_64 rng_;         // guarded by lock_
   std::vector<local_endpoint*>& peers_;
   std::vector<std::atomic<int>> in_flight_from_;  // buffers queued here, per sender
   std::mutex lock_;
@@ -113,9 +148,9 @@ class local_endpoint final : public endpoint {
 
 class local_transport final : public transport {
  public:
-  explicit local_transport(const rill::config& cfg) {
+  local_transport(const rill::config& cfg, buffer_filter must_arrive) {
     for (int r = 0; r < cfg.ranks; ++r) {
-      owned_.push_back(std::make_unique<local_endpoint>(r, cfg.ranks, cfg, peers_));
+      owned_.push_back(std::make_unique<local_endpoint>(r, cfg.ranks, cfg, must_arrive, peers_));
       peers_.push_back(owned_.back().get());
     }
   }
@@ -150,8 +185,8 @@ class local_transport final : public transport {
 
 }  // namespace
 
-std::unique_ptr<transport> make_local_transport(const rill::config& cfg) {
-  return std::make_unique<local_transport>(cfg);
+std::unique_ptr<transport> make_local_transport(const rill::config& cfg, buffer_filter must_arrive) {
+  return std::make_unique<local_transport>(cfg, must_arrive);
 }
 
 }  // namespace rill::detail

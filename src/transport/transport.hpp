@@ -126,7 +126,9 @@ struct start_agreement {
   std::string options;  // "--rill:NAME=VALUE" lines
 };
 
-std::unique_ptr<transport> make_local_transport(const rill::config& cfg);
+// `must_arrive` tells the fault injector (cfg.faults) which buffers it may not lose.
+using buffer_filter = bool (*)(std::span<const std::byte>);
+std::unique_ptr<transport> make_local_transport(const rill::config& cfg, buffer_filter must_arrive);
 // Every MPI call a worker may make goes through `deep`.
 std::unique_ptr<transport> make_mpi_transport(const rill::config& cfg, deep_call_fn deep,
                                               const start_agreement& agreement);

@@ -100,7 +100,7 @@ int run_two_ranks(void (*body)()) {
 }
 
 // Sends raw bytes to rank 1 as if they came from rank 0.
-void send_raw(std::vector<std::byte> b) { rill::detail::current_messenger("test").out().transmit(1, std::move(b)); }
+void send_raw(std::vector<std::byte> b) { rill::detail::current_messenger("test").out().transmit(1, std::move(b), 1); }
 
 std::vector<std::byte> buffer_with(std::uint16_t id, std::size_t declared, std::size_t actual) {
   std::vector<std::byte> b;

@@ -152,7 +152,16 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "time budget (a round that has started finishes)")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--seed", seed, "seed of the first round (printed); round k uses seed + k");
+  app.allow_extras();
+  app.footer("Options --rill:NAME=VALUE go to every round's runtime (--rill:faults=slow=1:5: a slow rank).");
   CLI11_PARSE(app, argc, argv);
+  const std::vector<std::string> runtime_options = app.remaining();
+  for (const std::string& o : runtime_options) {
+    if (!o.starts_with("--rill:")) {
+      std::fprintf(stderr, "rill_soak: unknown argument %s (--help lists them)\n", o.c_str());
+      return 2;
+    }
+  }
 
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   int rounds = 0;
@@ -163,8 +172,11 @@ int main(int argc, char** argv) {
     std::printf("soak round %d: --seed %llu (chaos %llu, %d worker(s) per rank)\n", rounds,
                 static_cast<unsigned long long>(s), static_cast<unsigned long long>(chaos), workers);
     std::fflush(stdout);
-    rill_test::test_argv a({"rill_soak", "--rill:transport=local", "--rill:ranks=" + std::to_string(ranks),
-                            "--rill:chaos=" + std::to_string(chaos), "--rill:workers=" + std::to_string(workers)});
+    std::vector<std::string> words{"rill_soak", "--rill:transport=local", "--rill:ranks=" + std::to_string(ranks),
+                                   "--rill:chaos=" + std::to_string(chaos),
+                                   "--rill:workers=" + std::to_string(workers)};
+    words.insert(words.end(), runtime_options.begin(), runtime_options.end());
+    rill_test::test_argv a(words);
     rill::runtime rt(a.argc, a.argv());
     const int code = rt.run_spmd([s] { return workload(s); });
     if (code != 0) {

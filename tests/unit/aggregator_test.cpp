@@ -36,14 +36,30 @@ struct sent {
 using submit_fn = std::function<void(int, buffer&&)>;
 using send_copy_fn = std::function<bool(int, std::span<const std::byte>)>;
 
+// The aggregator says how many of a buffer's messages are not control messages (delivery audits
+// count those): every buffer it hands over must hold exactly that many.
+void expect_application_count(std::span<const std::byte> bytes, std::uint32_t application) {
+  const int source = static_cast<int>(rill::detail::wire::get<std::uint32_t>(bytes.data() + 4));
+  std::uint32_t found = 0;
+  auto error = rill::detail::decode_buffer(bytes, source, handlers,
+                                           [&](const rill::detail::decoded_message& m) { found += m.control ? 0 : 1; });
+  ASSERT_FALSE(error.has_value()) << *error;
+  EXPECT_EQ(application, found);
+}
+
 // The aggregator's sink as two functions; no copies unless send_copy is given.
 struct function_sink final : rill::detail::buffer_sink {
   submit_fn submit;
   send_copy_fn send_copy;
   explicit function_sink(submit_fn s, send_copy_fn c = {}) : submit(std::move(s)), send_copy(std::move(c)) {}
-  void transmit(int dest, buffer&& b) override { submit(dest, std::move(b)); }
-  bool transmit_copy(int dest, std::span<const std::byte> bytes) override {
-    return send_copy && send_copy(dest, bytes);
+  void transmit(int dest, buffer&& b, std::uint32_t application) override {
+    expect_application_count(b, application);
+    submit(dest, std::move(b));
+  }
+  bool transmit_copy(int dest, std::span<const std::byte> bytes, std::uint32_t application) override {
+    if (!send_copy || !send_copy(dest, bytes)) return false;
+    expect_application_count(bytes, application);
+    return true;
   }
 };
 

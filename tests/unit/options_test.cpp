@@ -34,7 +34,8 @@ const char* const all_names[] = {"ranks",         "workers",
                                  "gas-cache",     "gas-cache-entries",
                                  "tag-checks",    "node-ring",
                                  "inline-queue",  "trace",
-                                 "stats",         "unobserved-errors"};
+                                 "stats",         "unobserved-errors",
+                                 "faults",        "unresponsive-s"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -222,6 +223,24 @@ TEST_F(Options, UnknownFlagThrows) {
   expect_usage_error("--rill:", "--rill:");
 }
 
+// --rill:faults reads every kind of fault, and --rill:help shows them as they are written.
+TEST_F(Options, FaultPlansParse) {
+  args a{"prog", "--rill:faults=drop=50,stall=2@100,slow=1:20"};
+  const rill::fault_plan plan = parse(a).cfg.faults;
+  EXPECT_EQ(plan.drop_one_in, 50u);
+  EXPECT_EQ(plan.stall_rank, 2);
+  EXPECT_EQ(plan.stall_after, 100u);
+  EXPECT_EQ(plan.slow_rank, 1);
+  EXPECT_EQ(plan.slow_ms, 20u);
+  EXPECT_TRUE(plan.any());
+  EXPECT_FALSE(rill::config{}.faults.any());
+  args b{"prog", "--rill:faults=slow=3:7"};
+  const rill::fault_plan slow = parse(b).cfg.faults;
+  EXPECT_EQ(slow.drop_one_in, 0u);
+  EXPECT_EQ(slow.stall_rank, -1);
+  EXPECT_EQ(slow.slow_rank, 3);
+}
+
 TEST_F(Options, MalformedNumbersThrow) {
   expect_usage_error("--rill:ranks=abc", "ranks");
   expect_usage_error("--rill:ranks=3x", "ranks");
@@ -236,6 +255,14 @@ TEST_F(Options, MalformedNumbersThrow) {
   expect_usage_error("--rill:idle-poll-us=many", "idle-poll-us");
   expect_usage_error("--rill:inline-queue=-1", "inline-queue");
   expect_usage_error("--rill:stack=12Q", "stack");
+  expect_usage_error("--rill:faults=drop=0", "faults");
+  expect_usage_error("--rill:faults=drop", "faults");
+  expect_usage_error("--rill:faults=stall=1", "faults");
+  expect_usage_error("--rill:faults=slow=1:", "faults");
+  expect_usage_error("--rill:faults=slow=2000:5", "faults");
+  expect_usage_error("--rill:faults=drop=5,,", "faults");
+  expect_usage_error("--rill:faults=burn=1", "faults");
+  expect_usage_error("--rill:unresponsive-s=-1", "unresponsive-s");
   expect_usage_error("--rill:stack=K", "stack");
   expect_usage_error("--rill:agg-bytes=4k", "agg-bytes");
   expect_usage_error("--rill:large-bytes=", "large-bytes");
