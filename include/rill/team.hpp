@@ -83,14 +83,17 @@ enum class coll_kind : std::uint8_t {
   split
 };
 
-// What a member called: the kind of collective, its root (-1: none) and the type of its values
-// (a code of the type's name, 0: none). Every message carries its sender's, and the receiver
-// compares it with its own, so that members calling different collectives, or the same one with
-// another root or value type, stop the program instead of exchanging misread values.
+// What a member called: the kind of collective, its root (-1: none), the type of its values (a
+// code of the type's name, 0: none) and, in a debug build of the program (NDEBUG unset), the type
+// of a reduction's operator (0: not compared). Every message carries its sender's, and the
+// receiver compares it with its own, so that members calling different collectives, or the same
+// one with another root, value type or operator, stop the program instead of combining misread
+// values. (The operator is left out of release builds: two lambdas that add are two types.)
 struct coll_signature {
   coll_kind kind = coll_kind::barrier;
   std::int32_t root = -1;
   std::uint32_t type = 0;
+  std::uint32_t op = 0;
   friend bool operator==(const coll_signature&, const coll_signature&) = default;
 };
 
@@ -100,6 +103,16 @@ template <class T>
 std::uint32_t coll_type_of() {
   static const std::uint32_t code = coll_type_code(typeid(T).name());
   return code;
+}
+
+// The operator's part of a reduction's signature: its type in a debug build, else nothing.
+template <class Op>
+std::uint32_t coll_op_of() {
+#ifdef NDEBUG
+  return 0;
+#else
+  return coll_type_of<Op>();
+#endif
 }
 
 // What every message of a collective carries besides its value: the collective's name (team,
@@ -382,8 +395,8 @@ class team {
     auto in = info("rill::team::reduce");
     detail::coll_check_root(*in, root, "rill::team::reduce");
     return detail::coll_launch<T>(
-        in, {detail::coll_kind::reduce, root, detail::coll_type_of<T>()}, "rill::team::reduce",
-        [v = std::move(value), op = std::move(op), root](const detail::coll_context& c) mutable {
+        in, {detail::coll_kind::reduce, root, detail::coll_type_of<T>(), detail::coll_op_of<Op>()},
+        "rill::team::reduce", [v = std::move(value), op = std::move(op), root](const detail::coll_context& c) mutable {
           return detail::tree_reduce(c, 0, root, std::move(v), op);
         });
   }
@@ -394,8 +407,8 @@ class team {
   future<T> allreduce(T value, Op op) const {
     auto in = info("rill::team::allreduce");
     return detail::coll_launch<T>(
-        in, {detail::coll_kind::allreduce, -1, detail::coll_type_of<T>()}, "rill::team::allreduce",
-        [v = std::move(value), op = std::move(op)](const detail::coll_context& c) mutable {
+        in, {detail::coll_kind::allreduce, -1, detail::coll_type_of<T>(), detail::coll_op_of<Op>()},
+        "rill::team::allreduce", [v = std::move(value), op = std::move(op)](const detail::coll_context& c) mutable {
           return detail::tree_broadcast(c, 1, 0, detail::tree_reduce(c, 0, 0, std::move(v), op));
         });
   }

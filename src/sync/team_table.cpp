@@ -39,11 +39,14 @@ std::string type_name(std::uint32_t code) {
 std::string call_of(const coll_signature& s) {
   std::string out = kind_name(static_cast<std::uint8_t>(s.kind));
   if (s.type != 0) out += "<" + type_name(s.type) + ">";
-  return s.root >= 0 ? fmt::format("{} (root {})", out, s.root) : out;
+  if (s.root >= 0) out += fmt::format(" (root {})", s.root);
+  if (s.op != 0) out += " with operator " + type_name(s.op);
+  return out;
 }
 
 constexpr const char* same_calls =
-    "members must call the same collectives, with the same root and value type, in the same order";
+    "members must call the same collectives, with the same root, value type and (checked in debug builds) "
+    "operator, in the same order";
 
 // Finished collectives of a team remembered with their signatures after all before them finished.
 constexpr std::size_t recent_finished = 64;

@@ -6,7 +6,7 @@ program=$1
 shift
 failed=0
 for np in 2 4; do
-  for pair in broadcast-reduce allreduce-barrier; do
+  for pair in broadcast-reduce allreduce-barrier reduce-operators; do
     out=$(timeout 120 "$@" -np "$np" "$program" "$pair" 2>&1)
     code=$?
     # Exit 3 from the rank that found it; a launcher may report its own code for the ranks it
