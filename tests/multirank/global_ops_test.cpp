@@ -246,6 +246,38 @@ TEST_P(global_ops, delegates_serialise_plain_updates_from_every_rank) {
   });
 }
 
+// A word updated by delegates and by atomics at once, from every rank: nothing is lost (a
+// delegate on a scalar commits with a compare-and-swap, which an atomic in between makes retry).
+TEST_P(global_ops, delegates_and_atomics_on_one_word_lose_nothing) {
+  both_ways(GetParam(), [](bool) {
+    const int n = rill::rank_n();
+    constexpr int tasks = 2, per_task = 2000;
+    rill::global_ptr<std::int64_t> word = rill::rpc(n - 1, [] { return rill::new_array<std::int64_t>(1); }).get();
+    on_every_rank(tasks, [word](int, int task) {
+      rill::completion_counter done;
+      for (int i = 0; i < per_task; ++i) {
+        if ((i + task) % 2 == 0) {
+          rill::delegate::call_ff(
+              done, word, [](std::int64_t& w, std::int64_t k) { w += k; }, std::int64_t{3});
+        } else {
+          rill::atomics::add(word, std::int64_t{5}, done);
+        }
+      }
+      // A delegate that returns what it saw, and an atomic that does, both on the same word.
+      const std::int64_t seen = rill::delegate::call(word, [](std::int64_t& w) { return w++; }).get();
+      const std::int64_t fetched = rill::atomics::fetch_add(word, std::int64_t{1}).get();
+      expect(seen >= 0 && fetched >= 0, "an update returned a negative value");
+      done.wait();
+    });
+    const std::int64_t calls = std::int64_t{n} * tasks * per_task / 2;
+    expect(rill::rget(word).get() == calls * 3 + calls * 5 + std::int64_t{n} * tasks * 2,
+           "an update was lost between delegates and atomics on one word");
+    rill::rpc(
+        n - 1, [](rill::global_ptr<std::int64_t> p) { rill::delete_array(p); }, word)
+        .wait();
+  });
+}
+
 TEST_P(global_ops, operations_wait_for_their_precondition_and_poison_stops_them) {
   both_ways(GetParam(), [](bool) {
     const int n = rill::rank_n();
