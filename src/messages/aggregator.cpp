@@ -33,7 +33,7 @@ aggregator::aggregator(int self, int ranks, const rill::config& cfg, buffer_sink
 std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
   if (bytes > large_) {
     pending_large_dest = dest;
-    pending_large_application = (id & wire::control_bit) ? 0 : 1;
+    pending_large_application = 1;
     pending_large.clear();
     pending_large.reserve(wire::buffer_header_bytes + 8 + bytes);
     const std::uint32_t sequence = take_single_sequence(dest);
@@ -67,12 +67,19 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     }
     std::byte* payload = wire::write_message_header(q.buf.data(), q.used, id, bytes);
     q.used += need;
-    q.control += (id & wire::control_bit) ? 1 : 0;
     const std::uint32_t sequence = q.next_sequence++;
     if (trace::enabled()) [[unlikely]]
       trace::instant<trace::kind::message_send>(traced_flow(self_, dest, sequence, id),
                                                 static_cast<std::uint64_t>(dest), bytes);
     return payload;
+  }
+}
+
+void aggregator::mark_control(int dest) {
+  if (pending_large_dest == dest && !pending_large.empty()) {
+    pending_large_application = 0;
+  } else {
+    ++queues_[static_cast<std::size_t>(dest)].control;
   }
 }
 

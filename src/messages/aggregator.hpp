@@ -30,6 +30,9 @@ class aggregator {
   // Reserves room for one message to `dest` and returns where its payload goes; the destination
   // stays locked until commit(dest). `id` may carry the control bit.
   std::byte* reserve(int dest, std::uint16_t id, std::size_t bytes);
+  // Between reserve and commit: the message is a runtime control message, which delivery audits
+  // do not count (counted here, once, rather than tested on every message's way).
+  void mark_control(int dest);
   void commit(int dest);
 
   void flush(int dest);

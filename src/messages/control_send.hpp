@@ -19,6 +19,7 @@ void control_send(messenger& from, int dest, F, Args... args) {
   std::byte* out = from.agg().reserve(dest, id, bytes);
   std::size_t at = 0;
   ((std::memcpy(out + at, &args, sizeof(Args)), at += sizeof(Args)), ...);
+  from.agg().mark_control(dest);
   from.agg().commit(dest);
   from.agg().flush(dest);
 }

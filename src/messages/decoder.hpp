@@ -72,7 +72,7 @@ inline std::variant<buffer_counts, std::string> validate_buffer(std::span<const 
     return fmt::format("buffer received from rank {} claims to come from rank {}", source, claimed);
   }
   const auto count = wire::get<std::uint32_t>(buf.data() + 8);
-  std::uint32_t application = 0;
+  std::uint32_t control = 0;
   std::size_t at = wire::buffer_header_bytes;
   for (std::uint32_t i = 0; i < count; ++i) {
     if (buf.size() - at < 4) return fmt::format("truncated message {} of {} from rank {}", i, count, source);
@@ -85,7 +85,8 @@ inline std::variant<buffer_counts, std::string> validate_buffer(std::span<const 
       at += 4;
     }
     const std::uint16_t id = raw_id & wire::max_handler_id;
-    application += (raw_id & wire::control_bit) ? 0 : 1;
+    static_assert(wire::control_bit == 0x8000);
+    control += raw_id >> 15;  // the top bit is the control bit
     if (id >= handler_count) {
       return fmt::format("unknown handler id {} in message {} from rank {} (this binary has {} handlers)", id, i,
                          source, handler_count);
@@ -99,7 +100,7 @@ inline std::variant<buffer_counts, std::string> validate_buffer(std::span<const 
   if (at != buf.size()) {
     return fmt::format("buffer from rank {} has {} bytes after its {} messages", source, buf.size() - at, count);
   }
-  return buffer_counts{count, application};
+  return buffer_counts{count, count - control};
 }
 
 // Calls visit(decoded_message) for each message, after validating the whole buffer first (so a

@@ -113,6 +113,7 @@ void send(aggregator& agg, int dest, std::uint16_t id, const std::vector<std::by
   std::byte* out = agg.reserve(dest, id, payload.size());
   ASSERT_NE(out, nullptr);
   if (!payload.empty()) std::memcpy(out, payload.data(), payload.size());
+  if (id & wire::control_bit) agg.mark_control(dest);  // as control_send does
   agg.commit(dest);
 }
 
