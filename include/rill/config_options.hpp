@@ -52,7 +52,7 @@
   X(messages, "agg-age-us", agg_age_us, std::uint64_t, 200, number(0, 10'000'000), from_config, per_rank,             \
     "age threshold: a buffer whose oldest message is this old (microseconds) leaves")                                 \
   X(messages, "large-bytes", large_bytes, std::size_t, 16 * 1024, bytes(64, std::size_t{1} << 30), from_config, same, \
-    "payloads above this size travel on their own, not copied into buffers")                                         \
+    "payloads above this size travel on their own, not copied into buffers")                                          \
   X(messages, "unresponsive-s", unresponsive_s, double, 0, seconds(0, 1e6), from_config, per_rank,                    \
     "a rank that has not answered a delivery audit (which a stuck rank starts, see hang-report-s) for this long "     \
     "stops the job with exit code 3 (0 = only report it: a rank whose workers all run long tasks answers late)")
@@ -62,8 +62,8 @@
     "record the event graph; at the end each rank writes PATH.rankN.dot (and the whole graph to PATH when all ranks " \
     "share this process), see docs/debugging.md")                                                                     \
   X(events, "hang-report-s", hang_report_s, double, 30, seconds(0, 1e6), from_config, per_rank,                       \
-    "seconds without any event triggering on a rank that has waiters before it prints what it waits on and audits "  \
-    "message delivery, which reports lost messages and silent ranks (0 = never; fractions allowed)")                                                                                             \
+    "seconds without any event triggering on a rank that has waiters before it prints what it waits on and audits "   \
+    "message delivery, which reports lost messages and silent ranks (0 = never; fractions allowed)")                  \
   X(events, "unobserved-errors", unobserved_errors, unobserved_policy, unobserved_policy::fatal, unobserved_names,    \
     from_config, per_rank,                                                                                            \
     "a poisoned event nobody waited on, queried or passed on (a failed proc::spawn, a dropped rpc future) is "        \

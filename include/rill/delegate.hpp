@@ -51,7 +51,7 @@ inline constexpr bool swapped_in = std::is_scalar_v<T> && sizeof(T) <= 8 && std:
 // call(element) on an element: on a copy committed by compare-and-swap (and called again on the new
 // value when another update came in between) where swapped_in, else in place (under the lock).
 template <class T, class Call>
-auto apply(T* element, Call&& call) {
+auto apply_to_element(T* element, Call&& call) {
   if constexpr (swapped_in<T>) {
     std::atomic_ref<T> word(*element);
     T seen = word.load(std::memory_order_acquire);
@@ -81,7 +81,7 @@ struct on_element {
   F fn;
   template <class T, class... A>
   auto operator()(T* element, A&... args) {  // by value: a result travels back as a copy
-    return apply(element, [&](T& e) { return fn(e, args...); });
+    return detail::apply_to_element(element, [&](T& e) { return fn(e, args...); });
   }
 };
 // A function, as an offset in the code: a raw function pointer would be wrong in another process
@@ -93,7 +93,7 @@ struct on_element<R (*)(P...)> {
   template <class T, class... A>
   R operator()(T* element, A&... args) const {
     const auto f = reinterpret_cast<R (*)(P...)>(const_cast<void*>(rill::detail::code_address(code)));
-    return apply(element, [&](T& e) { return f(e, args...); });
+    return detail::apply_to_element(element, [&](T& e) { return f(e, args...); });
   }
 };
 }  // namespace detail

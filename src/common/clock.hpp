@@ -12,4 +12,14 @@ inline std::uint64_t steady_now_ns() {
           .count());
 }
 
+// For checks that idle workers make on every round: true on every Nth call of the thread, so that
+// they read the clock only then (a clock read costs as much as a poll, and every nanosecond of an
+// idle round is latency added to the next arrival). `Site`, the checking class, keeps the counts
+// of two checks apart.
+template <unsigned N, class Site>
+inline bool every_nth_idle_round() {
+  thread_local unsigned calls = 0;
+  return ++calls % N == 0;
+}
+
 }  // namespace rill::detail

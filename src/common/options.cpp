@@ -176,18 +176,16 @@ struct fault_spec_kind {
   static constexpr bool bare = false;
   template <class T>
   T parse(std::string_view name, std::string_view value) const {
-    const auto expected = [&]() -> std::string {
-      return "comma-separated drop=N (N >= 1), stall=RANK@BUFFERS, slow=RANK:MS, or nothing";
-    };
+    constexpr std::string_view expected =
+        "comma-separated drop=N (N >= 1), stall=RANK@BUFFERS, slow=RANK:MS, or nothing";
     const auto read = [&](std::string_view digits, std::uint64_t& out) {
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-      if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
-        bad_value(name, value, expected());
+      if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) bad_value(name, value, expected);
     };
     const auto read_rank = [&](std::string_view digits) {
       std::uint64_t r = 0;
       read(digits, r);
-      if (r >= 1024) bad_value(name, value, expected());
+      if (r >= 1024) bad_value(name, value, expected);
       return static_cast<int>(r);
     };
     T plan;
@@ -197,11 +195,11 @@ struct fault_spec_kind {
       const std::string_view item = rest.substr(0, comma);
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
       const std::size_t eq = item.find('=');
-      if (eq == std::string_view::npos) bad_value(name, value, expected());
+      if (eq == std::string_view::npos) bad_value(name, value, expected);
       const std::string_view key = item.substr(0, eq), arg = item.substr(eq + 1);
       if (key == "drop") {
         read(arg, plan.drop_one_in);
-        if (plan.drop_one_in == 0) bad_value(name, value, expected());
+        if (plan.drop_one_in == 0) bad_value(name, value, expected);
       } else if (key == "stall" && arg.find('@') != std::string_view::npos) {
         plan.stall_rank = read_rank(arg.substr(0, arg.find('@')));
         read(arg.substr(arg.find('@') + 1), plan.stall_after);
@@ -209,7 +207,7 @@ struct fault_spec_kind {
         plan.slow_rank = read_rank(arg.substr(0, arg.find(':')));
         read(arg.substr(arg.find(':') + 1), plan.slow_ms);
       } else {
-        bad_value(name, value, expected());
+        bad_value(name, value, expected);
       }
     }
     return plan;

@@ -168,11 +168,6 @@ void event_trace::record_trigger(event e, int by, const poison_ptr& cause) {
   triggers_.push_back({e, by, cause});
 }
 
-bool event_trace::hang_tick() {
-  thread_local unsigned calls = 0;
-  return ++calls % 32 == 0;
-}
-
 bool event_trace::hang_due(const std::array<std::uint64_t, 3>& sig, std::uint64_t now_ns) {
   if (quiet_since_ns_ == 0 || sig != last_sig_) {
     last_sig_ = sig;
@@ -382,7 +377,7 @@ std::string event_table::pending_report() {
 }
 
 bool event_table::check_hang() {
-  if (!event_trace::hang_tick()) return false;
+  if (!every_nth_idle_round<32, event_trace>()) return false;
   std::unique_lock l(trace_.hang_mutex(), std::try_to_lock);
   if (!l.owns_lock()) return false;
   const std::array<std::uint64_t, 3> sig{created_.load(std::memory_order_relaxed),

@@ -76,8 +76,6 @@ class event_trace {
   // protocol message.)
   void note_progress() { progress_.store(progress_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   std::uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
-  // Idle workers call this every time; true on every 32nd call of a thread (then check the clock).
-  static bool hang_tick();
   std::mutex& hang_mutex() { return hang_m_; }
   // Under hang_mutex(): `sig` summarises the rank's event activity. True when it has not changed
   // for the hang time and this quiet period has not been reported yet.

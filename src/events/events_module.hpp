@@ -4,7 +4,7 @@
 
 #include "events/event_table.hpp"
 #include "events/unobserved_errors.hpp"
-#include "messages/delivery_audit.hpp"
+#include "core/delivery_audit.hpp"
 #include "rill/config.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/rank_modules.hpp"

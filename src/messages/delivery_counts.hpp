@@ -1,6 +1,6 @@
 // How many application messages (all but the runtime's control messages) a rank handed to its
 // endpoint for each rank, and how many it received from each: what a delivery audit compares
-// (messages/delivery_audit.hpp). Counted per buffer, with one relaxed add on each side.
+// (core/delivery_audit.hpp). Counted per buffer, with one relaxed add on each side.
 #pragma once
 
 #include <atomic>

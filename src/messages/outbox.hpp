@@ -24,7 +24,7 @@ class outbox final : public buffer_sink {
   // waiting for room like transmit.
   void transmit_lent(int dest, lent_buffer b);
   // Called now and then while a send waits for room to `dest`, with when it began waiting (a
-  // destination that stopped answering fills its queue: messages/delivery_audit.hpp).
+  // destination that stopped answering fills its queue: core/delivery_audit.hpp).
   using long_wait_fn = std::function<void(int dest, std::uint64_t since_ns)>;
   void on_long_wait(long_wait_fn f) { long_wait_ = std::move(f); }
   // A recycled buffer of at least `bytes` capacity from the endpoint, or an empty one.

@@ -3,7 +3,7 @@
 #include "events/events_module.hpp"
 #include "global/global_module.hpp"
 #include "machine/machine_module.hpp"
-#include "messages/delivery_audit.hpp"
+#include "core/delivery_audit.hpp"
 #include "runtime/termination.hpp"
 #include "steal/remote_steal.hpp"
 #include "sync/sync_module.hpp"

@@ -63,8 +63,7 @@ void termination::spmd_done(int from, int code) {
 void termination::on_probe(std::uint64_t wave) { probe_wave_.store(wave, std::memory_order_release); }
 
 void termination::audit_if_stuck() {
-  thread_local unsigned calls = 0;
-  if (++calls % 64 != 0) return;  // a clock read is as costly as a poll
+  if (!every_nth_idle_round<64, termination>()) return;
   const std::uint64_t moved = moved_ns_.load(std::memory_order_relaxed);
   if (moved == 0 || steady_now_ns() - moved < audit_.period_ns()) return;
   audit_.start("termination detection has seen no progress");

@@ -10,7 +10,7 @@
 //
 // Waves that find sent != handled for good mean a message that never arrives, or a handler that
 // never ends; waves that never complete mean a rank that does not answer. Either way rank 0
-// starts a delivery audit (messages/delivery_audit.hpp), which tells a loss and a silent rank
+// starts a delivery audit (core/delivery_audit.hpp), which tells a loss and a silent rank
 // apart and reports both.
 #pragma once
 
@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "core/delivery_audit.hpp"
 #include "core/rank_core.hpp"
-#include "messages/delivery_audit.hpp"
 #include "scheduler/rank_modules.hpp"
 
 namespace rill::detail {

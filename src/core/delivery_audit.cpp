@@ -1,4 +1,4 @@
-#include "messages/delivery_audit.hpp"
+#include "core/delivery_audit.hpp"
 
 #include <algorithm>
 #include <string>
@@ -23,7 +23,7 @@ constexpr std::uint64_t look_every_ns = 10'000'000;
 }  // namespace
 
 delivery_audit::delivery_audit(messenger& m, const rill::config& cfg)
-    : rank_module("messages", idle_hook),
+    : rank_module("core", idle_hook),
       msgr_(m),
       me_(m.id()),
       ranks_(m.size()),
@@ -82,7 +82,7 @@ void delivery_audit::on_count(int from, std::uint64_t handed) {
 }
 
 void delivery_audit::on_idle(worker&) {
-  if (enabled()) look(steady_now_ns());
+  if (enabled() && every_nth_idle_round<32, delivery_audit>()) look(steady_now_ns());
 }
 
 void delivery_audit::on_long_wait(int dest, std::uint64_t since_ns) {
