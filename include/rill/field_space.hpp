@@ -1,0 +1,83 @@
+// Field spaces: the fields every point of an instance holds, each an id and a size in bytes
+// (Realm's field ids and sizes; Legion's FieldSpace). A value, valid on every rank.
+//
+//   constexpr rill::field<double> voltage{1};
+//   constexpr rill::field<float> charge{2};
+//   rill::field_space fs{voltage, charge};          // or fs.add(3, 24): an untyped 24-byte field
+//
+// Typed fields (`field<T>`) let accessors and fills check the element type at compile time;
+// every field is stored as its bytes, so T must be trivially copyable. See docs/data.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace rill {
+
+using field_id = std::uint32_t;
+
+template <class T>
+struct field {
+  static_assert(std::is_trivially_copyable_v<T>, "rill::field<T>: T must be trivially copyable (stored as bytes)");
+  using type = T;
+  field_id id = 0;
+  constexpr operator field_id() const { return id; }  // NOLINT(google-explicit-constructor)
+};
+
+struct field_info {
+  field_id id = 0;
+  std::size_t bytes = 0;
+  friend bool operator==(const field_info&, const field_info&) = default;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    std::uint64_t b = bytes;  // the same width on every rank
+    ar(id, b);
+    bytes = static_cast<std::size_t>(b);
+  }
+};
+
+class field_space {
+ public:
+  field_space() = default;
+  template <class... T>
+  field_space(field<T>... fields) {  // NOLINT(google-explicit-constructor)
+    (add(fields), ...);
+  }
+
+  // Adds a field; throws rill::misuse_error for an id already present or a size of 0.
+  field_space& add(field_id id, std::size_t bytes);
+  template <class T>
+  field_space& add(field<T> f) {
+    return add(f.id, sizeof(T));
+  }
+
+  bool has(field_id id) const { return find(id) != nullptr; }
+  // The field's size; throws rill::misuse_error for an id that is not in the space.
+  std::size_t bytes_of(field_id id) const;
+  // Bytes of every field together: what one point takes in an instance without padding.
+  std::size_t bytes_per_point() const;
+  // In ascending order of id.
+  const std::vector<field_info>& fields() const { return fields_; }
+
+  friend bool operator==(const field_space&, const field_space&) = default;
+
+  template <class Archive>
+  void save(Archive& ar) const {
+    ar(fields_);
+  }
+  template <class Archive>
+  void load(Archive& ar) {
+    ar(fields_);
+    check_sent();
+  }
+
+ private:
+  const field_info* find(field_id id) const;
+  // Throws rill::decode_error unless the fields another rank sent are sorted, unique and sized.
+  void check_sent() const;
+  std::vector<field_info> fields_;
+};
+
+}  // namespace rill
