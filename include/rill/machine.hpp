@@ -27,7 +27,8 @@ namespace rill {
 
 enum class memory_kind : std::uint8_t {
   none = 0,
-  system = 1,  // a rank's system memory (DRAM of its node; with the local transport, of the process)
+  system = 1,      // a rank's system memory (DRAM of its node; with the local transport, of the process)
+  registered = 2,  // a rank's registered segment: other ranks reach it one-sidedly (rill/global_ptr.hpp)
 };
 
 // A memory: its owner rank and its kind. Trivially copyable, valid on every rank.
@@ -35,6 +36,7 @@ class memory {
  public:
   constexpr memory() = default;
   static constexpr memory system(int rank) { return memory(rank, memory_kind::system); }
+  static constexpr memory registered(int rank) { return memory(rank, memory_kind::registered); }
   int owner() const { return owner_; }
   memory_kind kind() const { return kind_; }
   bool exists() const { return kind_ != memory_kind::none; }

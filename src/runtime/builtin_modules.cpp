@@ -1,9 +1,10 @@
 #include "runtime/builtin_modules.hpp"
 
+#include "core/delivery_audit.hpp"
+#include "data/data_module.hpp"
 #include "events/events_module.hpp"
 #include "global/global_module.hpp"
 #include "machine/machine_module.hpp"
-#include "core/delivery_audit.hpp"
 #include "runtime/termination.hpp"
 #include "steal/remote_steal.hpp"
 #include "sync/sync_module.hpp"
@@ -15,9 +16,10 @@ void add_builtin_modules(rank_core& core, const rill::config& cfg, std::shared_p
   delivery_audit& audit = m.add<delivery_audit>(core.msgr(), cfg);
   events_module& events = m.add<events_module>(core.id(), core.size(), cfg, audit);
   m.add<sync_module>(core.id(), core.size(), core.pool(), events);
-  m.add<global_module>(core.id(), core.size(), cfg);
+  global_module& global = m.add<global_module>(core.id(), core.size(), cfg);
   const rill::machine& model = m.add<machine_module>(std::move(machine)).model();
   m.add<remote_steal>(core, model, cfg);
+  m.add<data_module>(core.id(), model, global);
   m.add<termination>(core, audit);
   core.modules_ready();
 }

@@ -1,0 +1,316 @@
+// Deferred copies and fills of instances (rill/copy.hpp).
+//
+// A copy starts at the destination's rank, once its precondition has triggered: there it looks up
+// the destination. When the source is on the same rank it copies row by row and is done.
+// Otherwise it asks the source's rank, sending what the source needs to check the copy whole
+// before a byte moves (the destination's field sizes and index space): the source's rank checks
+// fields and points, splits the points into pieces of at most piece_bytes, packs each piece (its
+// fields one after another, points in index-space order) and sends it as a zero-copy message
+// while it packs the next. The destination's rank unpacks each piece into the instance and counts
+// them; the last one triggers the copy's event. Any error before the first piece leaves poisons
+// the event and writes nothing. A fill runs as one task on the instance's rank.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "data/data_module.hpp"
+#include "data/field_rows.hpp"
+#include "rill/am.hpp"
+#include "rill/copy.hpp"
+#include "rill/proc.hpp"
+#include "rill/task.hpp"
+#include "rill/view.hpp"
+#include "trace/hooks.hpp"
+
+namespace rill::detail {
+namespace {
+
+// The most one message of a copy carries: large enough that a message's own cost vanishes
+// against its bytes, small enough that packing the next piece overlaps sending this one.
+constexpr std::size_t piece_bytes = std::size_t{1} << 20;
+
+std::vector<const field_placement*> placements(const instance_record& rec, const std::vector<field_id>& fields,
+                                               const char* role) {
+  std::vector<const field_placement*> out;
+  for (field_id f : fields) {
+    const field_placement* p = rec.placement.find(f);
+    if (!p)
+      throw misuse_error(fmt::format("rill::copy: the {} instance {:#x} has no field {}; nothing was copied", role,
+                                     rec.handle.id(), f));
+    out.push_back(p);
+  }
+  return out;
+}
+
+void check_sizes(const std::vector<field_id>& fields, const std::vector<std::uint64_t>& src,
+                 const std::vector<std::uint64_t>& dst) {
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (src[i] != dst[i])
+      throw misuse_error(
+          fmt::format("rill::copy: field {} has {} bytes in the source and {} in the destination; nothing was copied",
+                      fields[i], src[i], dst[i]));
+}
+
+std::vector<std::uint64_t> sizes_of(const std::vector<const field_placement*>& p) {
+  std::vector<std::uint64_t> out;
+  for (const field_placement* f : p) out.push_back(f->bytes);
+  return out;
+}
+
+void check_inside(const index_space<3>& domain, const index_space<3>& space, const char* role, instance inst) {
+  const std::size_t outside = domain.subtract(space).volume();
+  if (outside != 0)
+    throw misuse_error(fmt::format(
+        "rill::copy: {} point(s) to copy are not in the index space of the {} instance {:#x}; nothing was copied",
+        outside, role, inst.id()));
+}
+
+// r cut in halves along its slowest dimension wider than one point until each part has at most
+// `limit` points (or is one point).
+void split(const rect<3>& r, std::size_t limit, std::vector<rect<3>>& out) {
+  if (r.volume() <= limit || r.volume() == 1) {
+    out.push_back(r);
+    return;
+  }
+  int d = 2;
+  while (r.hi[d] == r.lo[d]) --d;
+  const coord_t mid = r.lo[d] + (r.hi[d] - r.lo[d]) / 2;
+  rect<3> low = r, high = r;
+  low.hi[d] = mid;
+  high.lo[d] = mid + 1;
+  split(low, limit, out);
+  split(high, limit, out);
+}
+
+// The domain's rects, cut and grouped into pieces of at most piece_bytes each.
+std::vector<std::vector<rect<3>>> plan_pieces(const index_space<3>& domain, std::size_t bytes_per_point) {
+  const std::size_t limit = std::max<std::size_t>(1, piece_bytes / bytes_per_point);
+  std::vector<rect<3>> parts;
+  for (const rect<3>& r : domain.rects()) split(r, limit, parts);
+  std::vector<std::vector<rect<3>>> pieces;
+  std::size_t in_last = limit;
+  for (const rect<3>& r : parts) {
+    if (in_last + r.volume() > limit) {
+      pieces.emplace_back();
+      in_last = 0;
+    }
+    pieces.back().push_back(r);
+    in_last += r.volume();
+  }
+  return pieces;
+}
+
+std::size_t points_in(const std::vector<rect<3>>& rects) {
+  std::size_t n = 0;
+  for (const rect<3>& r : rects) n += r.volume();
+  return n;
+}
+
+// A piece's bytes: each field in turn, its points in index-space order.
+void pack(const instance_record& rec, const std::vector<const field_placement*>& fields,
+          const std::vector<rect<3>>& rects, std::byte* out) {
+  for (const field_placement* f : fields)
+    for (const rect<3>& r : rects)
+      for_each_row_start(r, [&](const point<3>& p) {
+        const std::size_t n = row_length(r);
+        copy_row(out, static_cast<std::ptrdiff_t>(f->bytes), field_at(rec, *f, p), f->strides[0], n, f->bytes);
+        out += n * f->bytes;
+      });
+}
+
+void unpack(const instance_record& rec, const std::vector<const field_placement*>& fields,
+            const std::vector<rect<3>>& rects, const std::byte* in) {
+  for (const field_placement* f : fields)
+    for (const rect<3>& r : rects)
+      for_each_row_start(r, [&](const point<3>& p) {
+        const std::size_t n = row_length(r);
+        copy_row(field_at(rec, *f, p), f->strides[0], in, static_cast<std::ptrdiff_t>(f->bytes), n, f->bytes);
+        in += n * f->bytes;
+      });
+}
+
+std::size_t bytes_per_point(const std::vector<const field_placement*>& fields) {
+  std::size_t b = 0;
+  for (const field_placement* f : fields) b += f->bytes;
+  return b;
+}
+
+poison_ptr copy_failure(const std::string& why) {
+  return std::make_shared<const poison_info>(poison_info{why, rank_me(), "rill::copy"});
+}
+
+// At the destination's rank: one piece of a copy from rank `from`.
+void receive_piece(instance dst, const std::vector<field_id>& fields, const std::vector<rect<3>>& rects,
+                   std::uint32_t total, event done, int from, std::span<const std::byte> bytes) {
+  data_module& here = data_here("rill::copy");
+  std::string failure;
+  try {
+    const std::shared_ptr<const instance_record> rec = here.find(dst, "rill::copy");
+    const std::vector<const field_placement*> f = placements(*rec, fields, "destination");
+    for (const rect<3>& r : rects)
+      if (!rec->space.bounds().contains(r))
+        throw misuse_error(fmt::format("rill::copy: a piece from rank {} lies outside instance {:#x}", from, dst.id()));
+    if (bytes.size() != points_in(rects) * bytes_per_point(f))
+      throw misuse_error(fmt::format("rill::copy: a piece from rank {} has {} bytes for {} points", from, bytes.size(),
+                                     points_in(rects)));
+    const std::uint64_t start = trace::span_begin();
+    unpack(*rec, f, rects, bytes.data());
+    trace::span_end<trace::kind::copy>(start, 0, bytes.size(), static_cast<std::uint64_t>(from));
+  } catch (const misuse_error& e) {
+    failure = e.what();
+  }
+  switch (here.piece_arrived(done, total, !failure.empty())) {
+    case data_module::copy_outcome::trigger: event_trigger(done); break;
+    case data_module::copy_outcome::poison: event_poison(done, copy_failure(failure)); break;
+    case data_module::copy_outcome::wait: break;
+  }
+}
+
+// At the source's rank: checks the whole copy, then packs and sends it piece by piece.
+void send_pieces(instance src, instance dst, const std::vector<field_id>& fields,
+                 const std::vector<std::uint64_t>& dst_sizes, bool whole, const index_space<3>& over,
+                 const index_space<3>& dst_space, event done) {
+  std::shared_ptr<const instance_record> rec;
+  std::vector<const field_placement*> f;
+  index_space<3> domain;
+  try {
+    rec = data_here("rill::copy").find(src, "rill::copy");
+    f = placements(*rec, fields, "source");
+    check_sizes(fields, sizes_of(f), dst_sizes);
+    domain = whole ? rec->space : over;
+    check_inside(domain, rec->space, "source", src);
+    check_inside(domain, dst_space, "destination", dst);
+  } catch (const misuse_error& e) {
+    event_poison(done, copy_failure(e.what()));
+    return;
+  }
+  const std::size_t per_point = bytes_per_point(f);
+  const std::vector<std::vector<rect<3>>> pieces = plan_pieces(domain, per_point);
+  if (pieces.empty()) {
+    event_trigger(done);
+    return;
+  }
+  const auto total = static_cast<std::uint32_t>(pieces.size());
+  for (const std::vector<rect<3>>& piece : pieces) {
+    auto bytes = std::make_shared<std::vector<std::byte>>(points_in(piece) * per_point);
+    const std::uint64_t start = trace::span_begin();
+    pack(*rec, f, piece, bytes->data());
+    trace::span_end<trace::kind::copy>(start, 0, bytes->size(), static_cast<std::uint64_t>(dst.owner()));
+    const event sent = am::send_zero_copy(
+        dst.owner(),
+        [](instance d, const std::vector<field_id>& fl, const std::vector<rect<3>>& rs, std::uint32_t n, event e,
+           int from, rill::view<std::byte> b) { receive_piece(d, fl, rs, n, e, from, std::span(b.data(), b.size())); },
+        dst, fields, piece, total, done, src.owner(), rill::view<std::byte>(*bytes));
+    // The message reads the piece where it is: keep it until the send is complete.
+    when_triggered(sent, [keep = std::move(bytes)](const poison_ptr&) {});
+  }
+}
+
+// At the destination's rank, once the copy's precondition has triggered.
+void start_at_destination(instance src, instance dst, const std::vector<field_id>& fields, bool whole,
+                          const index_space<3>& over, event done) {
+  data_module& here = data_here("rill::copy");
+  const std::shared_ptr<const instance_record> d = here.find(dst, "rill::copy");
+  const std::vector<const field_placement*> df = placements(*d, fields, "destination");
+  if (src.owner() != here.id()) {
+    am::send(
+        src.owner(),
+        [](instance s, instance ds, const std::vector<field_id>& fl, const std::vector<std::uint64_t>& sizes, bool w,
+           const index_space<3>& o, const index_space<3>& space,
+           event e) { rill::spawn([=] { send_pieces(s, ds, fl, sizes, w, o, space, e); }); },
+        src, dst, fields, sizes_of(df), whole, over, d->space, done);
+    return;
+  }
+  const std::shared_ptr<const instance_record> s = here.find(src, "rill::copy");
+  const std::vector<const field_placement*> sf = placements(*s, fields, "source");
+  check_sizes(fields, sizes_of(sf), sizes_of(df));
+  const index_space<3>& domain = whole ? s->space : over;
+  check_inside(domain, s->space, "source", src);
+  check_inside(domain, d->space, "destination", dst);
+  const std::uint64_t start = trace::span_begin();
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    for (const rect<3>& r : domain.rects())
+      for_each_row_start(r, [&](const point<3>& p) {
+        const std::size_t n = row_length(r);
+        copy_row(field_at(*d, *df[i], p), df[i]->strides[0], field_at(*s, *sf[i], p), sf[i]->strides[0], n,
+                 sf[i]->bytes);
+        moved += n * sf[i]->bytes;
+      });
+  trace::span_end<trace::kind::copy>(start, 0, moved, static_cast<std::uint64_t>(here.id()));
+  event_trigger(done);
+}
+
+void check_handles(instance a, instance b, const index_space<3>* over, int dims, const char* what) {
+  if (!a.exists() || !b.exists())
+    throw misuse_error(fmt::format("{}: no instance (a default-constructed handle)", what));
+  if (a.dimensions() != b.dimensions())
+    throw misuse_error(fmt::format("{}: instances of {} and {} dimensions", what, a.dimensions(), b.dimensions()));
+  if (over && dims != a.dimensions())
+    throw misuse_error(
+        fmt::format("{}: an index space of {} dimension(s) for instances of {}", what, dims, a.dimensions()));
+}
+
+}  // namespace
+
+event copy_padded(instance src, instance dst, std::vector<field_id> fields, const index_space<3>* over, int dims,
+                  event after) {
+  (void)data_here("rill::copy");
+  check_handles(src, dst, over, dims, "rill::copy");
+  if (fields.empty()) throw misuse_error("rill::copy: no fields to copy");
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (std::count(fields.begin(), fields.end(), fields[i]) > 1)
+      throw misuse_error(fmt::format("rill::copy: field {} is named twice", fields[i]));
+  const event done = user_event::create();
+  const event ran = proc(dst.owner())
+                        .spawn(
+                            rill::after(after),
+                            [](instance s, instance d, const std::vector<field_id>& f, bool whole,
+                               const index_space<3>& o, event e) { start_at_destination(s, d, f, whole, o, e); },
+                            src, dst, fields, over == nullptr, over ? *over : index_space<3>(), done);
+  // A poisoned precondition, or an error found at the destination, poisons the copy.
+  when_triggered(
+      ran,
+      [done](const poison_ptr& cause) {
+        if (cause) event_poison(done, cause);
+      },
+      waiter_kind::other, done);
+  return done;
+}
+
+event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const index_space<3>* over, int dims,
+                  event after) {
+  check_handles(inst, inst, over, dims, "rill::fill");
+  return proc(inst.owner())
+      .spawn(
+          rill::after(after),
+          [](instance i, field_id id, const std::vector<std::byte>& v, bool whole, const index_space<3>& o) {
+            data_module& here = data_here("rill::fill");
+            const std::shared_ptr<const instance_record> rec = here.find(i, "rill::fill");
+            const field_placement* p = rec->placement.find(id);
+            if (!p) throw misuse_error(fmt::format("rill::fill: instance {:#x} has no field {}", i.id(), id));
+            if (p->bytes != v.size())
+              throw misuse_error(fmt::format("rill::fill: field {} of instance {:#x} has {} bytes, the value {}", id,
+                                             i.id(), p->bytes, v.size()));
+            const index_space<3>& domain = whole ? rec->space : o;
+            const std::size_t outside = domain.subtract(rec->space).volume();
+            if (outside != 0)
+              throw misuse_error(fmt::format(
+                  "rill::fill: {} point(s) to fill are not in the index space of instance {:#x}; nothing was written",
+                  outside, i.id()));
+            const std::uint64_t start = trace::span_begin();
+            for (const rect<3>& r : domain.rects())
+              for_each_row_start(r, [&](const point<3>& q) {
+                std::byte* at = field_at(*rec, *p, q);
+                for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
+                  std::memcpy(at, v.data(), v.size());
+              });
+            trace::span_end<trace::kind::copy>(start, 0, domain.volume() * v.size(),
+                                               static_cast<std::uint64_t>(here.id()));
+          },
+          inst, f, value, over == nullptr, over ? *over : index_space<3>());
+}
+
+}  // namespace rill::detail

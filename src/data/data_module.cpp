@@ -1,0 +1,123 @@
+// A rank's instances: allocation in its memories with their capacities, lookup, destruction.
+#include "data/data_module.hpp"
+
+#include <fmt/format.h>
+
+#include <new>
+
+#include "rill/error.hpp"
+
+namespace rill::detail {
+namespace {
+
+const char* name_of(memory_kind k) { return k == memory_kind::registered ? "registered" : "system"; }
+
+}  // namespace
+
+instance_record::~instance_record() {
+  if (!data) return;
+  if (in_segment)
+    in_segment->deallocate(data, segment_tag);
+  else
+    ::operator delete (data, std::align_val_t{instance_alignment});
+}
+
+data_module::data_module(int rank, const rill::machine& machine, global_module& global)
+    : rank_module("data"),
+      rank_(rank),
+      global_(global),
+      system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))) {}
+
+std::uint64_t data_module::next_instance_id() {
+  std::lock_guard g(lock_);
+  return (static_cast<std::uint64_t>(rank_) << 40) | next_sequence_++;
+}
+
+std::size_t data_module::capacity(memory_kind k) const {
+  return k == memory_kind::registered ? global_.memory_segment().size() : system_capacity_;
+}
+
+std::size_t data_module::used(memory_kind k) const {
+  std::lock_guard g(lock_);
+  return k == memory_kind::registered ? used_registered_ : used_system_;
+}
+
+void data_module::create(instance handle, const index_space<3>& space, const field_space& fields, const layout& l) {
+  auto rec = std::make_shared<instance_record>();
+  rec->handle = handle;
+  rec->space = space;
+  rec->fields = fields;
+  rec->placement = lay_out(handle.dimensions(), space.bounds(), fields, l);
+  const std::size_t bytes = rec->placement.bytes;
+  const memory_kind kind = handle.location().kind();
+  std::lock_guard g(lock_);
+  std::size_t& used = kind == memory_kind::registered ? used_registered_ : used_system_;
+  const std::size_t cap = capacity(kind);
+  const auto refuse = [&](const char* why) {
+    throw misuse_error(fmt::format(
+        "rill::instance::create: instance {:#x} needs {} bytes, which {} memory of rank {} cannot give: capacity {} "
+        "bytes, {} in use by other instances{}",
+        handle.id(), bytes, name_of(kind), rank_, cap, used, why));
+  };
+  if (bytes > cap - std::min(cap, used)) refuse("");
+  if (bytes > 0) {
+    if (kind == memory_kind::registered) {
+      const segment::allocation a = global_.memory_segment().allocate(bytes, instance_alignment);
+      if (!a.at) refuse(" (what is free of the segment is fragmented or taken by global pointers: --rill:segment)");
+      rec->data = static_cast<std::byte*>(a.at);
+      rec->segment_tag = a.tag;
+      rec->in_segment = &global_.memory_segment();
+    } else {
+      rec->data = static_cast<std::byte*>(::operator new (bytes, std::align_val_t{instance_alignment}, std::nothrow));
+      if (!rec->data) refuse(" (the operating system refused them)");
+    }
+  }
+  used += bytes;
+  live_.emplace(handle.id(), std::move(rec));
+}
+
+void data_module::destroy(instance handle) {
+  std::shared_ptr<instance_record> gone;
+  {
+    std::lock_guard g(lock_);
+    const auto it = live_.find(handle.id());
+    if (it == live_.end())
+      throw misuse_error(
+          fmt::format("rill::instance::destroy: instance {:#x} does not exist on rank {} (destroyed "
+                      "already, or its creation failed)",
+                      handle.id(), rank_));
+    gone = std::move(it->second);
+    live_.erase(it);
+    (handle.location().kind() == memory_kind::registered ? used_registered_ : used_system_) -= gone->placement.bytes;
+  }
+}
+
+std::shared_ptr<const instance_record> data_module::find(instance handle, const char* what) const {
+  if (handle.owner() != rank_)
+    throw misuse_error(fmt::format(
+        "{}: instance {:#x} lives in {} memory of rank {}, not on rank {}: use it from a "
+        "task on rank {} (rill::proc({}).spawn), or copy it here",
+        what, handle.id(), name_of(handle.location().kind()), handle.owner(), rank_, handle.owner(), handle.owner()));
+  std::lock_guard g(lock_);
+  const auto it = live_.find(handle.id());
+  if (it == live_.end())
+    throw misuse_error(
+        fmt::format("{}: instance {:#x} does not exist on rank {}: destroyed, not made yet (wait for "
+                    "its ready event), or its creation failed",
+                    what, handle.id(), rank_));
+  return it->second;
+}
+
+data_module::copy_outcome data_module::piece_arrived(event done, std::uint32_t total, bool failed) {
+  std::lock_guard g(lock_);
+  copy_arrivals& a = arrivals_[done];
+  const bool first_failure = failed && !a.failed;
+  a.failed = a.failed || failed;
+  const bool last = ++a.pieces == total;
+  const bool failed_before = a.failed && !first_failure;
+  if (last) arrivals_.erase(done);
+  if (first_failure) return copy_outcome::poison;
+  return last && !failed_before ? copy_outcome::trigger : copy_outcome::wait;
+}
+
+}  // namespace rill::detail

@@ -1,0 +1,76 @@
+// The data layer's part of a rank: the instances whose memory is on this rank, and how much of
+// each memory they take.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "data/instance_layout.hpp"
+#include "global/global_module.hpp"
+#include "rill/instance.hpp"
+#include "rill/machine.hpp"
+#include "scheduler/current_module.hpp"
+#include "scheduler/rank_modules.hpp"
+
+namespace rill::detail {
+
+// One instance, on its owner. Its storage is freed with the record, so that an operation that
+// still holds it (a copy running when the destroy's precondition let it through too early) never
+// writes freed memory.
+struct instance_record {
+  instance handle;
+  index_space<3> space;  // padded to 3 dimensions (rill::padded_to_3d)
+  field_space fields;
+  instance_layout placement;
+  std::byte* data = nullptr;
+  std::uint8_t segment_tag = 0;   // registered memory: the allocation's generation
+  segment* in_segment = nullptr;  // registered memory: where to free it
+  ~instance_record();
+};
+
+class data_module final : public rank_module {
+ public:
+  data_module(int rank, const rill::machine& machine, global_module& global);
+
+  int id() const { return rank_; }
+  // A fresh instance id: this rank in the top 24 bits, a sequence number below (never 0).
+  std::uint64_t next_instance_id();
+
+  // Makes the instance here; throws rill::misuse_error when its memory has no room or its layout
+  // does not fit.
+  void create(instance handle, const index_space<3>& space, const field_space& fields, const layout& l);
+  // Forgets the instance (its storage goes with the last operation holding it); throws
+  // rill::misuse_error for one that does not exist here.
+  void destroy(instance handle);
+  // The instance's record; throws rill::misuse_error naming `what` when it does not exist here.
+  std::shared_ptr<const instance_record> find(instance handle, const char* what) const;
+
+  std::size_t capacity(memory_kind k) const;
+  std::size_t used(memory_kind k) const;
+
+  // A piece of the copy whose event is `done` (`total` pieces in all) arrived here, written or
+  // (failed) not: what to do with the copy's event now. Poisoned once, at the first failure.
+  enum class copy_outcome { wait, trigger, poison };
+  copy_outcome piece_arrived(event done, std::uint32_t total, bool failed);
+
+ private:
+  const int rank_;
+  global_module& global_;
+  const std::size_t system_capacity_;
+  std::uint64_t next_sequence_ = 1;  // under lock_
+  mutable std::mutex lock_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<instance_record>> live_;
+  std::size_t used_system_ = 0, used_registered_ = 0;
+  struct copy_arrivals {
+    std::uint32_t pieces = 0;
+    bool failed = false;
+  };
+  std::map<event, copy_arrivals> arrivals_;  // copies into this rank with pieces still to come
+};
+
+inline data_module& data_here(const char* what) { return current_module<data_module>(what); }
+
+}  // namespace rill::detail

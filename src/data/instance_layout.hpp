@@ -1,0 +1,35 @@
+// Where each field of an instance lies: a layout (rill/layout.hpp) applied to an instance's
+// bounding rect and field space.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <vector>
+
+#include "rill/field_space.hpp"
+#include "rill/index_space.hpp"
+#include "rill/layout.hpp"
+
+namespace rill::detail {
+
+struct field_placement {
+  field_id id = 0;
+  std::size_t bytes = 0;
+  std::size_t offset = 0;                   // of the bounding rect's lo point, from the instance's start
+  std::array<std::ptrdiff_t, 3> strides{};  // bytes between neighbours in each dimension
+};
+
+struct instance_layout {
+  std::vector<field_placement> fields;  // ascending by id
+  std::size_t bytes = 0;                // the whole instance
+  const field_placement* find(field_id id) const;
+};
+
+// Arrays of groups start on cache lines (so an instance's start must be aligned to this).
+inline constexpr std::size_t instance_alignment = 64;
+
+// Throws rill::misuse_error for a layout that does not fit the fields and dimensions (a group
+// naming a field that is not there or one named twice, an order that is not a permutation of the
+// dimensions) or an instance whose bytes overflow a size_t.
+instance_layout lay_out(int dims, const rect<3>& bounds, const field_space& fields, const layout& l);
+
+}  // namespace rill::detail
