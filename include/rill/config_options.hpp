@@ -78,7 +78,7 @@
     "the last part of each rank's segment that holds global arrays (rill::global_alloc); a multiple of 4 KiB")        \
   X(global, "shared-segments", shared_segments, bool, true, on_off, from_config, same,                                \
     "on: ranks in one process (local transport) or on one node (mpi, a shared-memory window) address each other's "   \
-    "segments directly; off: only their own")                                                                         \
+    "segments (and copies reach each other's instances there) directly; off: only their own")                         \
   X(global, "tag-checks", tag_check, tag_checks, tag_checks::every, tag_check_names, from_config, same,               \
     "where generation tags of global memory catch a stale or out-of-array pointer: every access (safe), or home: at " \
     "the home, in local() and in bulk transfers only -- about a tenth faster for single-element operations through a " \

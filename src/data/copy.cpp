@@ -3,12 +3,16 @@
 // A copy starts at the destination's rank, once its precondition has triggered: there it looks up
 // the destination. When the source is on the same rank it copies row by row and is done.
 // Otherwise it asks the source's rank, sending what the source needs to check the copy whole
-// before a byte moves (the destination's field sizes and index space): the source's rank checks
-// fields and points, splits the points into pieces of at most piece_bytes, packs each piece (its
-// fields one after another, points in index-space order) and sends it as a zero-copy message
-// while it packs the next. The destination's rank unpacks each piece into the instance and counts
-// them; the last one triggers the copy's event. Any error before the first piece leaves poisons
-// the event and writes nothing. A fill runs as one task on the instance's rank.
+// before a byte moves (the destination's field sizes and index space) and to reach it (where its
+// storage starts, its bounds and its fields' places). The source's rank checks fields and points.
+// If it can address the destination's storage -- a rank of the same process, or registered
+// memory of a node neighbour, mapped -- it copies row by row into it itself: one copy, like a
+// local one. Otherwise it splits the points into pieces of at most piece_bytes and sends each as
+// a zero-copy message: straight from the instance when the piece is one field's contiguous
+// range, else packed (its fields one after another, points in index-space order) while the
+// previous piece travels. The destination's rank unpacks each piece into the instance and counts
+// them; the last one triggers the copy's event. Any error before the first byte moves poisons the
+// event and writes nothing. A fill runs as one task on the instance's rank.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -109,26 +113,35 @@ std::size_t points_in(const std::vector<rect<3>>& rects) {
 }
 
 // A piece's bytes: each field in turn, its points in index-space order.
-void pack(const instance_record& rec, const std::vector<const field_placement*>& fields,
-          const std::vector<rect<3>>& rects, std::byte* out) {
+void pack(const storage& from, const std::vector<const field_placement*>& fields, const std::vector<rect<3>>& rects,
+          std::byte* out) {
   for (const field_placement* f : fields)
     for (const rect<3>& r : rects)
       for_each_row_start(r, [&](const point<3>& p) {
         const std::size_t n = row_length(r);
-        copy_row(out, static_cast<std::ptrdiff_t>(f->bytes), field_at(rec, *f, p), f->strides[0], n, f->bytes);
+        copy_row(out, static_cast<std::ptrdiff_t>(f->bytes), field_at(from, *f, p), f->strides[0], n, f->bytes);
         out += n * f->bytes;
       });
 }
 
-void unpack(const instance_record& rec, const std::vector<const field_placement*>& fields,
-            const std::vector<rect<3>>& rects, const std::byte* in) {
+void unpack(const storage& to, const std::vector<const field_placement*>& fields, const std::vector<rect<3>>& rects,
+            const std::byte* in) {
   for (const field_placement* f : fields)
     for (const rect<3>& r : rects)
       for_each_row_start(r, [&](const point<3>& p) {
         const std::size_t n = row_length(r);
-        copy_row(field_at(rec, *f, p), f->strides[0], in, static_cast<std::ptrdiff_t>(f->bytes), n, f->bytes);
+        copy_row(field_at(to, *f, p), f->strides[0], in, static_cast<std::ptrdiff_t>(f->bytes), n, f->bytes);
         in += n * f->bytes;
       });
+}
+
+// Copies every field of the domain's points, row by row; returns the bytes.
+std::size_t copy_domain(const storage& to, const std::vector<const field_placement*>& to_f, const storage& from,
+                        const std::vector<const field_placement*>& from_f, const index_space<3>& domain) {
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < from_f.size(); ++i)
+    for (const rect<3>& r : domain.rects()) moved += copy_rect(to, *to_f[i], from, *from_f[i], r);
+  return moved;
 }
 
 std::size_t bytes_per_point(const std::vector<const field_placement*>& fields) {
@@ -156,7 +169,7 @@ void receive_piece(instance dst, const std::vector<field_id>& fields, const std:
       throw misuse_error(fmt::format("rill::copy: a piece from rank {} has {} bytes for {} points", from, bytes.size(),
                                      points_in(rects)));
     const std::uint64_t start = trace::span_begin();
-    unpack(*rec, f, rects, bytes.data());
+    unpack(storage_of(*rec), f, rects, bytes.data());
     trace::span_end<trace::kind::copy>(start, 0, bytes.size(), static_cast<std::uint64_t>(from));
   } catch (const misuse_error& e) {
     failure = e.what();
@@ -168,22 +181,48 @@ void receive_piece(instance dst, const std::vector<field_id>& fields, const std:
   }
 }
 
-// At the source's rank: checks the whole copy, then packs and sends it piece by piece.
-void send_pieces(instance src, instance dst, const std::vector<field_id>& fields,
-                 const std::vector<std::uint64_t>& dst_sizes, bool whole, const index_space<3>& over,
-                 const index_space<3>& dst_space, event done) {
+// What the source's rank needs to know of the destination: its fields' sizes and places, its
+// index space, and where its storage starts on its rank.
+struct destination_info {
+  std::vector<field_placement> fields;
+  index_space<3> space;
+  std::uintptr_t address = 0;
+  std::uint64_t bytes = 0;  // of its storage
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(fields, space, address, bytes);
+  }
+};
+
+// At the source's rank: checks the whole copy, then copies into the destination's storage when
+// this rank can address it, or sends the points piece by piece.
+void copy_from_source(instance src, instance dst, const std::vector<field_id>& fields, bool whole,
+                      const index_space<3>& over, const destination_info& to, event done) {
+  data_module& here = data_here("rill::copy");
   std::shared_ptr<const instance_record> rec;
   std::vector<const field_placement*> f;
   index_space<3> domain;
   try {
-    rec = data_here("rill::copy").find(src, "rill::copy");
+    rec = here.find(src, "rill::copy");
     f = placements(*rec, fields, "source");
+    std::vector<std::uint64_t> dst_sizes;
+    for (const field_placement& p : to.fields) dst_sizes.push_back(p.bytes);
     check_sizes(fields, sizes_of(f), dst_sizes);
     domain = whole ? rec->space : over;
     check_inside(domain, rec->space, "source", src);
-    check_inside(domain, dst_space, "destination", dst);
+    check_inside(domain, to.space, "destination", dst);
   } catch (const misuse_error& e) {
     event_poison(done, copy_failure(e.what()));
+    return;
+  }
+  const storage from = storage_of(*rec);
+  if (std::byte* there = here.reachable(dst, to.address, static_cast<std::size_t>(to.bytes))) {
+    std::vector<const field_placement*> to_f;
+    for (const field_placement& p : to.fields) to_f.push_back(&p);
+    const std::uint64_t start = trace::span_begin();
+    const std::size_t moved = copy_domain(storage{there, to.space.bounds()}, to_f, from, f, domain);
+    trace::span_end<trace::kind::copy>(start, 0, moved, static_cast<std::uint64_t>(dst.owner()));
+    event_trigger(done);
     return;
   }
   const std::size_t per_point = bytes_per_point(f);
@@ -194,17 +233,26 @@ void send_pieces(instance src, instance dst, const std::vector<field_id>& fields
   }
   const auto total = static_cast<std::uint32_t>(pieces.size());
   for (const std::vector<rect<3>>& piece : pieces) {
-    auto bytes = std::make_shared<std::vector<std::byte>>(points_in(piece) * per_point);
-    const std::uint64_t start = trace::span_begin();
-    pack(*rec, f, piece, bytes->data());
-    trace::span_end<trace::kind::copy>(start, 0, bytes->size(), static_cast<std::uint64_t>(dst.owner()));
+    const std::size_t size = points_in(piece) * per_point;
+    std::shared_ptr<std::vector<std::byte>> packed;
+    const std::byte* bytes = nullptr;
+    if (f.size() == 1 && piece.size() == 1 && contiguous(from, *f[0], piece[0])) {
+      bytes = field_at(from, *f[0], piece[0].lo);  // travels as it lies in the instance
+    } else {
+      packed = std::make_shared<std::vector<std::byte>>(size);
+      const std::uint64_t start = trace::span_begin();
+      pack(from, f, piece, packed->data());
+      trace::span_end<trace::kind::copy>(start, 0, size, static_cast<std::uint64_t>(dst.owner()));
+      bytes = packed->data();
+    }
     const event sent = am::send_zero_copy(
         dst.owner(),
         [](instance d, const std::vector<field_id>& fl, const std::vector<rect<3>>& rs, std::uint32_t n, event e,
-           int from, rill::view<std::byte> b) { receive_piece(d, fl, rs, n, e, from, std::span(b.data(), b.size())); },
-        dst, fields, piece, total, done, src.owner(), rill::view<std::byte>(*bytes));
-    // The message reads the piece where it is: keep it until the send is complete.
-    when_triggered(sent, [keep = std::move(bytes)](const poison_ptr&) {});
+           int from_rank,
+           rill::view<std::byte> b) { receive_piece(d, fl, rs, n, e, from_rank, std::span(b.data(), b.size())); },
+        dst, fields, piece, total, done, src.owner(), rill::view<std::byte>(bytes, size));
+    // The message reads the piece where it is: keep it (and the source instance) until it is sent.
+    when_triggered(sent, [keep = std::move(packed), hold = rec](const poison_ptr&) {});
   }
 }
 
@@ -215,12 +263,13 @@ void start_at_destination(instance src, instance dst, const std::vector<field_id
   const std::shared_ptr<const instance_record> d = here.find(dst, "rill::copy");
   const std::vector<const field_placement*> df = placements(*d, fields, "destination");
   if (src.owner() != here.id()) {
+    destination_info to{{}, d->space, reinterpret_cast<std::uintptr_t>(d->data), d->placement.bytes};
+    for (const field_placement* p : df) to.fields.push_back(*p);
     am::send(
         src.owner(),
-        [](instance s, instance ds, const std::vector<field_id>& fl, const std::vector<std::uint64_t>& sizes, bool w,
-           const index_space<3>& o, const index_space<3>& space,
-           event e) { rill::spawn([=] { send_pieces(s, ds, fl, sizes, w, o, space, e); }); },
-        src, dst, fields, sizes_of(df), whole, over, d->space, done);
+        [](instance s, instance ds, const std::vector<field_id>& fl, bool w, const index_space<3>& o,
+           const destination_info& info, event e) { rill::spawn([=] { copy_from_source(s, ds, fl, w, o, info, e); }); },
+        src, dst, fields, whole, over, to, done);
     return;
   }
   const std::shared_ptr<const instance_record> s = here.find(src, "rill::copy");
@@ -230,15 +279,7 @@ void start_at_destination(instance src, instance dst, const std::vector<field_id
   check_inside(domain, s->space, "source", src);
   check_inside(domain, d->space, "destination", dst);
   const std::uint64_t start = trace::span_begin();
-  std::size_t moved = 0;
-  for (std::size_t i = 0; i < fields.size(); ++i)
-    for (const rect<3>& r : domain.rects())
-      for_each_row_start(r, [&](const point<3>& p) {
-        const std::size_t n = row_length(r);
-        copy_row(field_at(*d, *df[i], p), df[i]->strides[0], field_at(*s, *sf[i], p), sf[i]->strides[0], n,
-                 sf[i]->bytes);
-        moved += n * sf[i]->bytes;
-      });
+  const std::size_t moved = copy_domain(storage_of(*d), df, storage_of(*s), sf, domain);
   trace::span_end<trace::kind::copy>(start, 0, moved, static_cast<std::uint64_t>(here.id()));
   event_trigger(done);
 }
@@ -303,7 +344,7 @@ event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const
             const std::uint64_t start = trace::span_begin();
             for (const rect<3>& r : domain.rects())
               for_each_row_start(r, [&](const point<3>& q) {
-                std::byte* at = field_at(*rec, *p, q);
+                std::byte* at = field_at(storage_of(*rec), *p, q);
                 for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
                   std::memcpy(at, v.data(), v.size());
               });

@@ -25,12 +25,22 @@ instance_record::~instance_record() {
 data_module::data_module(int rank, const rill::machine& machine, global_module& global)
     : rank_module("data"),
       rank_(rank),
+      machine_(machine),
       global_(global),
       system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))) {}
 
 std::uint64_t data_module::next_instance_id() {
   std::lock_guard g(lock_);
   return (static_cast<std::uint64_t>(rank_) << 40) | next_sequence_++;
+}
+
+std::byte* data_module::reachable(instance other, std::uintptr_t address, std::size_t bytes) const {
+  if (address == 0 || !global_.shares_memory()) return nullptr;
+  if (machine_.same_process(rank_, other.owner())) return reinterpret_cast<std::byte*>(address);
+  if (other.location().kind() != memory_kind::registered) return nullptr;
+  const segment_view* seg = global_.addressable_segment(other.owner());
+  if (!seg || seg->check_bounds(address, bytes, 1) != range_fault::none) return nullptr;
+  return static_cast<std::byte*>(seg->translate(address));
 }
 
 std::size_t data_module::capacity(memory_kind k) const {

@@ -48,6 +48,12 @@ class data_module final : public rank_module {
   // The instance's record; throws rill::misuse_error naming `what` when it does not exist here.
   std::shared_ptr<const instance_record> find(instance handle, const char* what) const;
 
+  // Where this rank can load and store the `bytes` of another rank's instance that start at
+  // `address` there: the same address when both ranks share a process, the mapping of the
+  // owner's segment for registered memory of a node neighbour (if they lie in it); nullptr when
+  // it cannot, or --rill:shared-segments=off says not to.
+  std::byte* reachable(instance other, std::uintptr_t address, std::size_t bytes) const;
+
   std::size_t capacity(memory_kind k) const;
   std::size_t used(memory_kind k) const;
 
@@ -58,6 +64,7 @@ class data_module final : public rank_module {
 
  private:
   const int rank_;
+  const rill::machine& machine_;
   global_module& global_;
   const std::size_t system_capacity_;
   std::uint64_t next_sequence_ = 1;  // under lock_

@@ -9,12 +9,19 @@
 
 namespace rill::detail {
 
-// Where field `f` of point p lies in the instance (p within its bounds).
-inline std::byte* field_at(const instance_record& rec, const field_placement& f, const point<3>& p) {
-  const rect<3>& b = rec.space.bounds();
+// An instance's storage as a copy sees it: where it starts (in this process) and the bounding
+// rect it covers. Another rank's instance, when this rank can address its memory, is one too.
+struct storage {
+  std::byte* data;
+  rect<3> bounds;
+};
+inline storage storage_of(const instance_record& rec) { return {rec.data, rec.space.bounds()}; }
+
+// Where field `f` of point p lies (p within the bounds).
+inline std::byte* field_at(const storage& s, const field_placement& f, const point<3>& p) {
   std::ptrdiff_t off = static_cast<std::ptrdiff_t>(f.offset);
-  for (int d = 0; d < 3; ++d) off += (p[d] - b.lo[d]) * f.strides[static_cast<std::size_t>(d)];
-  return rec.data + off;
+  for (int d = 0; d < 3; ++d) off += (p[d] - s.bounds.lo[d]) * f.strides[static_cast<std::size_t>(d)];
+  return s.data + off;
 }
 
 // f(row's first point) for every row of r, in index-space order.
@@ -26,7 +33,16 @@ void for_each_row_start(const rect<3>& r, F&& f) {
 
 inline std::size_t row_length(const rect<3>& r) { return static_cast<std::size_t>(r.hi[0] - r.lo[0]) + 1; }
 
-// Copies `count` elements of `bytes` bytes between two rows: one memcpy when both are contiguous.
+// Strided elements of B bytes: a fixed-size memcpy the compiler turns into one load and store.
+template <std::size_t B>
+void copy_strided(std::byte* to, std::ptrdiff_t to_step, const std::byte* from, std::ptrdiff_t from_step,
+                  std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i, to += to_step, from += from_step) std::memcpy(to, from, B);
+}
+
+// Copies `count` elements of `bytes` bytes between two rows: one memcpy when both are contiguous;
+// otherwise element by element, with the common sizes known at compile time (a transpose between
+// array-of-structs and struct-of-arrays instances is all strided rows).
 inline void copy_row(std::byte* to, std::ptrdiff_t to_step, const std::byte* from, std::ptrdiff_t from_step,
                      std::size_t count, std::size_t bytes) {
   const auto dense = static_cast<std::ptrdiff_t>(bytes);
@@ -34,7 +50,43 @@ inline void copy_row(std::byte* to, std::ptrdiff_t to_step, const std::byte* fro
     std::memcpy(to, from, count * bytes);
     return;
   }
-  for (std::size_t i = 0; i < count; ++i, to += to_step, from += from_step) std::memcpy(to, from, bytes);
+  switch (bytes) {
+    case 1: return copy_strided<1>(to, to_step, from, from_step, count);
+    case 2: return copy_strided<2>(to, to_step, from, from_step, count);
+    case 4: return copy_strided<4>(to, to_step, from, from_step, count);
+    case 8: return copy_strided<8>(to, to_step, from, from_step, count);
+    case 16: return copy_strided<16>(to, to_step, from, from_step, count);
+    default:
+      for (std::size_t i = 0; i < count; ++i, to += to_step, from += from_step) std::memcpy(to, from, bytes);
+  }
+}
+
+// Copies field `from_f` of r's points in `from` to field `to_f` in `to`, row by row; returns the bytes.
+inline std::size_t copy_rect(const storage& to, const field_placement& to_f, const storage& from,
+                             const field_placement& from_f, const rect<3>& r) {
+  std::size_t moved = 0;
+  for_each_row_start(r, [&](const point<3>& p) {
+    const std::size_t n = row_length(r);
+    copy_row(field_at(to, to_f, p), to_f.strides[0], field_at(from, from_f, p), from_f.strides[0], n, from_f.bytes);
+    moved += n * from_f.bytes;
+  });
+  return moved;
+}
+
+// Whether field f of r's points fills one range of memory in index-space order (r's rows follow
+// each other with no gap), so that the range can travel as it lies.
+inline bool contiguous(const storage& s, const field_placement& f, const rect<3>& r) {
+  if (f.strides[0] != static_cast<std::ptrdiff_t>(f.bytes)) return false;
+  for (int d = 1; d < 3; ++d) {
+    if (r.hi[d] == r.lo[d]) continue;
+    for (int e = 0; e < d; ++e) {
+      const auto full = s.bounds.hi[e] - s.bounds.lo[e] + 1;
+      if (r.lo[e] != s.bounds.lo[e] || r.hi[e] != s.bounds.hi[e] ||
+          f.strides[static_cast<std::size_t>(e + 1)] != f.strides[static_cast<std::size_t>(e)] * full)
+        return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace rill::detail

@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "rill/field_space.hpp"
@@ -16,6 +17,16 @@ struct field_placement {
   std::size_t bytes = 0;
   std::size_t offset = 0;                   // of the bounding rect's lo point, from the instance's start
   std::array<std::ptrdiff_t, 3> strides{};  // bytes between neighbours in each dimension
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    std::uint64_t b = bytes, o = offset;  // the same width on every rank
+    std::array<std::int64_t, 3> s{strides[0], strides[1], strides[2]};
+    ar(id, b, o, s);
+    bytes = static_cast<std::size_t>(b);
+    offset = static_cast<std::size_t>(o);
+    for (std::size_t d = 0; d < 3; ++d) strides[d] = static_cast<std::ptrdiff_t>(s[d]);
+  }
 };
 
 struct instance_layout {

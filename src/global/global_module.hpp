@@ -32,6 +32,8 @@ class global_module final : public rank_module {
   gas_table& gas() { return gas_; }
   // The segment of `rank` if this rank may address it directly (its own; with --rill:shared-segments,
   // those of the other ranks this process maps), else nullptr.
+  // Whether ranks of one process or node address each other's memory directly (--rill:shared-segments).
+  bool shares_memory() const { return shared_segments_; }
   const segment_view* addressable_segment(int rank) const {
     if (rank == id_) return &own_view_;
     return shared_segments_ && segments_ ? segments_->find(rank) : nullptr;

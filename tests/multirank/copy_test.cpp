@@ -1,11 +1,14 @@
 // Copies and fills of instances (rill/copy.hpp): between memories of every kind on the same and
 // other ranks, across layouts, in 1-3 dimensions over dense and sparse subspaces, in pieces,
 // after their preconditions, and refused whole (nothing written) when fields or points do not match.
+// Each test runs twice: with ranks that share a process or node copying straight into each other's
+// instances (--rill:shared-segments=on), and with every copy between ranks in messages (off).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "data_harness.hpp"
+#include "global_harness.hpp"
 #include "harness.hpp"
 #include "rill/copy.hpp"
 #include "rill/instance.hpp"
@@ -110,134 +113,119 @@ void copy_every_way(const rill::index_space<N>& space, const rill::index_space<N
 }
 
 TEST_P(copies, between_every_memory_layout_and_rank) {
-  EXPECT_EQ(run_checked(GetParam(),
-                        [] {
-                          copy_every_way<1>(rill::rect<1>{-3, 60},
-                                            rill::index_space<1>::from_points(
-                                                std::vector<rill::point<1>>{{-3}, {0}, {1}, {2}, {30}, {59}, {60}}));
-                          const rill::index_space<2> grid(rill::rect<2>{{0, 0}, {11, 8}});
-                          copy_every_way<2>(grid, grid.subtract(rill::rect<2>{{2, 2}, {9, 6}}));
-                          std::vector<rill::point<3>> pts;
-                          for (int i = 0; i < 40; ++i) pts.push_back({i % 4, (i * 3) % 5, (i * 7) % 3});
-                          copy_every_way<3>(rill::index_space<3>(rill::rect<3>{{0, 0, 0}, {3, 4, 2}}),
-                                            rill::index_space<3>::from_points(pts));
-                        }),
-            0);
+  both_ways(GetParam(), [](bool) {
+    copy_every_way<1>(rill::rect<1>{-3, 60}, rill::index_space<1>::from_points(
+                                                 std::vector<rill::point<1>>{{-3}, {0}, {1}, {2}, {30}, {59}, {60}}));
+    const rill::index_space<2> grid(rill::rect<2>{{0, 0}, {11, 8}});
+    copy_every_way<2>(grid, grid.subtract(rill::rect<2>{{2, 2}, {9, 6}}));
+    std::vector<rill::point<3>> pts;
+    for (int i = 0; i < 40; ++i) pts.push_back({i % 4, (i * 3) % 5, (i * 7) % 3});
+    copy_every_way<3>(rill::index_space<3>(rill::rect<3>{{0, 0, 0}, {3, 4, 2}}),
+                      rill::index_space<3>::from_points(pts));
+  });
 }
 
 TEST_P(copies, large_copies_travel_in_pieces) {
-  EXPECT_EQ(run_checked(GetParam(),
-                        [] {
-                          // 16 bytes a point over 400 x 300 points: 1.9 MB, two pieces or more.
-                          const rill::index_space<2> big(rill::rect<2>{{0, 0}, {399, 299}});
-                          const int last = rill::rank_n() - 1;
-                          const rill::instance src = made(rill::memory::system(0), big, rill::layout::aos());
-                          const rill::instance dst = made(rill::memory::registered(last), big, rill::layout::soa());
-                          reset(dst);
-                          write_codes<2>(src, big, 5);
-                          rill::copy(src, dst, {key, weight}).wait();
-                          expect(wrong_points<2>(dst, big, big, 5) == 0, "a large copy left points wrong");
-                          src.destroy().wait();
-                          dst.destroy().wait();
-                        }),
-            0);
+  both_ways(GetParam(), [](bool) {
+    // 16 bytes a point over 400 x 300 points: 1.9 MB, two pieces or more.
+    const rill::index_space<2> big(rill::rect<2>{{0, 0}, {399, 299}});
+    const int last = rill::rank_n() - 1;
+    const rill::instance src = made(rill::memory::system(0), big, rill::layout::aos());
+    const rill::instance dst = made(rill::memory::registered(last), big, rill::layout::soa());
+    reset(dst);
+    write_codes<2>(src, big, 5);
+    rill::copy(src, dst, {key, weight}).wait();
+    expect(wrong_points<2>(dst, big, big, 5) == 0, "a large copy left points wrong");
+    src.destroy().wait();
+    dst.destroy().wait();
+  });
 }
 
 TEST_P(copies, the_source_is_read_after_the_precondition_and_chains_hold) {
-  EXPECT_EQ(run_checked(GetParam(),
-                        [] {
-                          const int last = rill::rank_n() - 1;
-                          const rill::index_space<1> line(rill::rect<1>{0, 999});
-                          const rill::instance a = made(rill::memory::system(last), line, rill::layout::soa());
-                          const rill::instance b = made(rill::memory::system(0), line, rill::layout::aos());
-                          const rill::instance c = made(rill::memory::registered(last), line, rill::layout::soa());
-                          reset(b);
-                          reset(c);
-                          write_codes<1>(a, line, 1);
-                          rill::user_event go = rill::user_event::create();
-                          const rill::event ab = rill::copy(a, b, {key, weight}, go);
-                          const rill::event bc = rill::copy(b, c, {key, weight}, ab);
-                          // Written after the copies were issued, before their precondition: copied.
-                          write_codes<1>(a, line, 2);
-                          go.trigger();
-                          bc.wait();
-                          expect(wrong_points<1>(c, line, line, 2) == 0, "a chain of copies did not carry the values");
-                          for (rill::instance i : {a, b, c}) i.destroy().wait();
-                        }),
-            0);
+  both_ways(GetParam(), [](bool) {
+    const int last = rill::rank_n() - 1;
+    const rill::index_space<1> line(rill::rect<1>{0, 999});
+    const rill::instance a = made(rill::memory::system(last), line, rill::layout::soa());
+    const rill::instance b = made(rill::memory::system(0), line, rill::layout::aos());
+    const rill::instance c = made(rill::memory::registered(last), line, rill::layout::soa());
+    reset(b);
+    reset(c);
+    write_codes<1>(a, line, 1);
+    rill::user_event go = rill::user_event::create();
+    const rill::event ab = rill::copy(a, b, {key, weight}, go);
+    const rill::event bc = rill::copy(b, c, {key, weight}, ab);
+    // Written after the copies were issued, before their precondition: copied.
+    write_codes<1>(a, line, 2);
+    go.trigger();
+    bc.wait();
+    expect(wrong_points<1>(c, line, line, 2) == 0, "a chain of copies did not carry the values");
+    for (rill::instance i : {a, b, c}) i.destroy().wait();
+  });
 }
 
 TEST_P(copies, mismatches_are_refused_and_nothing_is_written) {
-  EXPECT_EQ(
-      run_checked(
-          GetParam(),
-          [] {
-            const int last = rill::rank_n() - 1;
-            const rill::index_space<2> grid(rill::rect<2>{{0, 0}, {9, 9}});
-            const rill::instance src = made(rill::memory::system(0), grid, rill::layout::soa());
-            const rill::instance dst = made(rill::memory::system(last), grid, rill::layout::aos());
-            // Field 2 holds 4 bytes in this one.
-            const rill::field_space narrow{key, rill::field<float>{2}, flag};
-            auto [other, ready] = rill::instance::create(rill::memory::system(last), grid, narrow);
-            ready.wait();
-            write_codes<2>(src, grid, 3);
-            reset(dst);
-            const auto poison_of = [](rill::event e) {
-              try {
-                e.wait();
-                return std::string("no error");
-              } catch (const rill::poisoned_error& err) {
-                return std::string(err.what());
-              }
-            };
-            const std::string sizes = poison_of(rill::copy(src, other, {key, weight}));
-            expect(sizes.find("field 2 has 8 bytes in the source and 4 in the destination") != std::string::npos,
-                   "a size mismatch said: " + sizes);
-            const std::string missing = poison_of(rill::copy(src, dst, {key, 7}));
-            expect(missing.find("has no field 7") != std::string::npos, "a missing field said: " + missing);
-            const std::string outside = poison_of(rill::copy(src, dst, {key, weight}, rill::rect<2>{{5, 5}, {10, 10}}));
-            expect(outside.find("11 point(s) to copy are not in the index space of the source") != std::string::npos,
-                   "points outside said: " + outside);
-            rill::user_event failed = rill::user_event::create();
-            failed.poison("upstream broke");
-            const std::string upstream = poison_of(rill::copy(src, dst, {key, weight}, failed));
-            expect(upstream.find("upstream broke") != std::string::npos, "a poisoned precondition said: " + upstream);
-            expect(wrong_points<2>(dst, grid, rill::index_space<2>(), 0) == 0,
-                   "a refused copy wrote into its destination");
-            const std::string fill_size = poison_of(rill::fill(other, rill::field<double>{2}, 1.0));
-            expect(fill_size.find("has 4 bytes, the value 8") != std::string::npos,
-                   "a fill of the wrong size said: " + fill_size);
-            for (rill::instance i : {src, dst, other}) i.destroy().wait();
-          }),
-      0);
+  both_ways(GetParam(), [](bool) {
+    const int last = rill::rank_n() - 1;
+    const rill::index_space<2> grid(rill::rect<2>{{0, 0}, {9, 9}});
+    const rill::instance src = made(rill::memory::system(0), grid, rill::layout::soa());
+    const rill::instance dst = made(rill::memory::system(last), grid, rill::layout::aos());
+    // Field 2 holds 4 bytes in this one.
+    const rill::field_space narrow{key, rill::field<float>{2}, flag};
+    auto [other, ready] = rill::instance::create(rill::memory::system(last), grid, narrow);
+    ready.wait();
+    write_codes<2>(src, grid, 3);
+    reset(dst);
+    const auto poison_of = [](rill::event e) {
+      try {
+        e.wait();
+        return std::string("no error");
+      } catch (const rill::poisoned_error& err) {
+        return std::string(err.what());
+      }
+    };
+    const std::string sizes = poison_of(rill::copy(src, other, {key, weight}));
+    expect(sizes.find("field 2 has 8 bytes in the source and 4 in the destination") != std::string::npos,
+           "a size mismatch said: " + sizes);
+    const std::string missing = poison_of(rill::copy(src, dst, {key, 7}));
+    expect(missing.find("has no field 7") != std::string::npos, "a missing field said: " + missing);
+    const std::string outside = poison_of(rill::copy(src, dst, {key, weight}, rill::rect<2>{{5, 5}, {10, 10}}));
+    expect(outside.find("11 point(s) to copy are not in the index space of the source") != std::string::npos,
+           "points outside said: " + outside);
+    rill::user_event failed = rill::user_event::create();
+    failed.poison("upstream broke");
+    const std::string upstream = poison_of(rill::copy(src, dst, {key, weight}, failed));
+    expect(upstream.find("upstream broke") != std::string::npos, "a poisoned precondition said: " + upstream);
+    expect(wrong_points<2>(dst, grid, rill::index_space<2>(), 0) == 0, "a refused copy wrote into its destination");
+    const std::string fill_size = poison_of(rill::fill(other, rill::field<double>{2}, 1.0));
+    expect(fill_size.find("has 4 bytes, the value 8") != std::string::npos,
+           "a fill of the wrong size said: " + fill_size);
+    for (rill::instance i : {src, dst, other}) i.destroy().wait();
+  });
 }
 
 TEST_P(copies, fills_cover_exactly_their_subspace) {
-  EXPECT_EQ(run_checked(GetParam(),
-                        [] {
-                          const int last = rill::rank_n() - 1;
-                          const rill::index_space<3> box(rill::rect<3>{{0, 0, 0}, {5, 4, 3}});
-                          const rill::index_space<3> part = box.subtract(rill::rect<3>{{1, 1, 1}, {4, 3, 2}});
-                          const rill::instance inst = made(rill::memory::registered(last), box, rill::layout::aos());
-                          reset(inst);
-                          rill::fill(inst, key, std::int64_t{42}, part).wait();
-                          const long wrong =
-                              rill::rpc(
-                                  last,
-                                  [](rill::instance i, const rill::index_space<3>& all, const rill::index_space<3>& p) {
-                                    rill::accessor<std::int64_t, 3> k(i, key);
-                                    long bad = 0;
-                                    all.for_each_point([&](const rill::point<3>& q) {
-                                      if (k[q] != (p.contains(q) ? 42 : unset)) ++bad;
-                                    });
-                                    return bad;
-                                  },
-                                  inst, box, part)
-                                  .get();
-                          expect(wrong == 0, std::to_string(wrong) + " point(s) wrong after a fill");
-                          inst.destroy().wait();
-                        }),
-            0);
+  both_ways(GetParam(), [](bool) {
+    const int last = rill::rank_n() - 1;
+    const rill::index_space<3> box(rill::rect<3>{{0, 0, 0}, {5, 4, 3}});
+    const rill::index_space<3> part = box.subtract(rill::rect<3>{{1, 1, 1}, {4, 3, 2}});
+    const rill::instance inst = made(rill::memory::registered(last), box, rill::layout::aos());
+    reset(inst);
+    rill::fill(inst, key, std::int64_t{42}, part).wait();
+    const long wrong = rill::rpc(
+                           last,
+                           [](rill::instance i, const rill::index_space<3>& all, const rill::index_space<3>& p) {
+                             rill::accessor<std::int64_t, 3> k(i, key);
+                             long bad = 0;
+                             all.for_each_point([&](const rill::point<3>& q) {
+                               if (k[q] != (p.contains(q) ? 42 : unset)) ++bad;
+                             });
+                             return bad;
+                           },
+                           inst, box, part)
+                           .get();
+    expect(wrong == 0, std::to_string(wrong) + " point(s) wrong after a fill");
+    inst.destroy().wait();
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(setups, copies, ::testing::ValuesIn(setups()), name_of);
