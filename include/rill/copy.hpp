@@ -23,10 +23,21 @@
 namespace rill {
 
 namespace detail {
-// `over`: the points to copy or fill, padded to 3 dimensions, of `dims` dimensions; nullptr for the
-// whole index space of the source (of the instance, for a fill).
-event copy_padded(instance src, instance dst, std::vector<field_id> fields, const index_space<3>* over, int dims,
-                  event after);
+// How the elements a transfer moves meet the destination's: copied (op 0), or combined by
+// op(to, to_step, from, from_step, count), a function of the program sent as its code offset (a
+// reduction's apply or fold, rill/reduction.hpp), which requires fields of these sizes.
+using row_op = void (*)(std::byte* to, std::ptrdiff_t to_step, const std::byte* from, std::ptrdiff_t from_step,
+                        std::size_t count);
+struct row_combiner {
+  row_op op = nullptr;
+  std::size_t src_bytes = 0;
+  std::size_t dst_bytes = 0;
+};
+// Moves src_fields[i] of src to dst_fields[i] of dst at the points of `over` (padded to 3
+// dimensions, of `dims` dimensions; nullptr: src's whole index space) once `after` has triggered.
+// `what` names the operation in errors.
+event transfer_padded(instance src, std::vector<field_id> src_fields, instance dst, std::vector<field_id> dst_fields,
+                      const index_space<3>* over, int dims, row_combiner how, event after, const char* what);
 event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const index_space<3>* over, int dims,
                   event after);
 
@@ -40,14 +51,14 @@ std::vector<std::byte> bytes_of(const T& value) {
 
 // Copies `fields` of every point of src's index space into dst, once `after` has triggered.
 inline event copy(instance src, instance dst, std::vector<field_id> fields, event after = event::none()) {
-  return detail::copy_padded(src, dst, std::move(fields), nullptr, 0, after);
+  return detail::transfer_padded(src, fields, dst, fields, nullptr, 0, {}, after, "rill::copy");
 }
 // Copies `fields` of the points of `over` only.
 template <int N>
 event copy(instance src, instance dst, std::vector<field_id> fields, const index_space<N>& over,
            event after = event::none()) {
   const index_space<3> padded = padded_to_3d(over);
-  return detail::copy_padded(src, dst, std::move(fields), &padded, N, after);
+  return detail::transfer_padded(src, fields, dst, fields, &padded, N, {}, after, "rill::copy");
 }
 template <int N>
 event copy(instance src, instance dst, std::vector<field_id> fields, const rect<N>& over, event after = event::none()) {

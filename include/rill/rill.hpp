@@ -32,6 +32,7 @@
 #include "rill/parcel.hpp"
 #include "rill/phaser.hpp"
 #include "rill/proc.hpp"
+#include "rill/reduction.hpp"
 #include "rill/reservation.hpp"
 #include "rill/rma.hpp"
 #include "rill/runtime.hpp"

@@ -35,26 +35,48 @@ namespace {
 // against its bytes, small enough that packing the next piece overlaps sending this one.
 constexpr std::size_t piece_bytes = std::size_t{1} << 20;
 
+// What a copy or reduction moves, as its messages carry it: fields of the source to fields of
+// the destination, at the points of `over` (or of the source's whole space), combined how.
+struct transfer {
+  std::vector<field_id> src_fields;
+  std::vector<field_id> dst_fields;
+  std::intptr_t op = 0;  // code offset of the row_op; 0: copy
+  std::uint64_t src_bytes = 0, dst_bytes = 0;
+  bool whole = true;
+  index_space<3> over;
+  const char* what() const { return op ? "rill::reduce" : "rill::copy"; }
+  row_op combine() const { return op ? reinterpret_cast<row_op>(const_cast<void*>(code_address(op))) : nullptr; }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(src_fields, dst_fields, op, src_bytes, dst_bytes, whole, over);
+  }
+};
+
 std::vector<const field_placement*> placements(const instance_record& rec, const std::vector<field_id>& fields,
-                                               const char* role) {
+                                               const char* role, const transfer& t) {
   std::vector<const field_placement*> out;
   for (field_id f : fields) {
     const field_placement* p = rec.placement.find(f);
     if (!p)
-      throw misuse_error(fmt::format("rill::copy: the {} instance {:#x} has no field {}; nothing was copied", role,
+      throw misuse_error(fmt::format("{}: the {} instance {:#x} has no field {}; nothing was written", t.what(), role,
                                      rec.handle.id(), f));
     out.push_back(p);
   }
   return out;
 }
 
-void check_sizes(const std::vector<field_id>& fields, const std::vector<std::uint64_t>& src,
-                 const std::vector<std::uint64_t>& dst) {
-  for (std::size_t i = 0; i < fields.size(); ++i)
-    if (src[i] != dst[i])
+void check_sizes(const transfer& t, const std::vector<std::uint64_t>& src, const std::vector<std::uint64_t>& dst) {
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (!t.op && src[i] != dst[i])
       throw misuse_error(
           fmt::format("rill::copy: field {} has {} bytes in the source and {} in the destination; nothing was copied",
-                      fields[i], src[i], dst[i]));
+                      t.src_fields[i], src[i], dst[i]));
+    if (t.op && (src[i] != t.src_bytes || dst[i] != t.dst_bytes))
+      throw misuse_error(fmt::format(
+          "rill::reduce: the operator reduces {}-byte values into {}-byte elements, but field {} of the source has {} "
+          "bytes and field {} of the destination {}; nothing was written",
+          t.src_bytes, t.dst_bytes, t.src_fields[i], src[i], t.dst_fields[i], dst[i]));
+  }
 }
 
 std::vector<std::uint64_t> sizes_of(const std::vector<const field_placement*>& p) {
@@ -63,12 +85,22 @@ std::vector<std::uint64_t> sizes_of(const std::vector<const field_placement*>& p
   return out;
 }
 
-void check_inside(const index_space<3>& domain, const index_space<3>& space, const char* role, instance inst) {
+void check_inside(const index_space<3>& domain, const index_space<3>& space, const char* role, instance inst,
+                  const transfer& t) {
   const std::size_t outside = domain.subtract(space).volume();
   if (outside != 0)
-    throw misuse_error(fmt::format(
-        "rill::copy: {} point(s) to copy are not in the index space of the {} instance {:#x}; nothing was copied",
-        outside, role, inst.id()));
+    throw misuse_error(
+        fmt::format("{}: {} point(s) to {} are not in the index space of the {} instance {:#x}; nothing was written",
+                    t.what(), outside, t.op ? "reduce" : "copy", role, inst.id()));
+}
+
+// One row of elements from a source to a destination: copied, or combined by the transfer's op.
+void move_row(row_op op, std::byte* to, std::ptrdiff_t to_step, const std::byte* from, std::ptrdiff_t from_step,
+              std::size_t count, std::size_t bytes) {
+  if (op)
+    op(to, to_step, from, from_step, count);
+  else
+    copy_row(to, to_step, from, from_step, count, bytes);
 }
 
 // r cut in halves along its slowest dimension wider than one point until each part has at most
@@ -124,23 +156,31 @@ void pack(const storage& from, const std::vector<const field_placement*>& fields
       });
 }
 
-void unpack(const storage& to, const std::vector<const field_placement*>& fields, const std::vector<rect<3>>& rects,
-            const std::byte* in) {
-  for (const field_placement* f : fields)
+// A piece's bytes (packed as pack() does, with the source's field sizes) into the destination.
+void unpack(row_op op, const storage& to, const std::vector<const field_placement*>& fields,
+            const std::vector<std::size_t>& packed_bytes, const std::vector<rect<3>>& rects, const std::byte* in) {
+  for (std::size_t i = 0; i < fields.size(); ++i)
     for (const rect<3>& r : rects)
       for_each_row_start(r, [&](const point<3>& p) {
-        const std::size_t n = row_length(r);
-        copy_row(field_at(to, *f, p), f->strides[0], in, static_cast<std::ptrdiff_t>(f->bytes), n, f->bytes);
-        in += n * f->bytes;
+        const std::size_t n = row_length(r), b = packed_bytes[i];
+        move_row(op, field_at(to, *fields[i], p), fields[i]->strides[0], in, static_cast<std::ptrdiff_t>(b), n, b);
+        in += n * b;
       });
 }
 
-// Copies every field of the domain's points, row by row; returns the bytes.
-std::size_t copy_domain(const storage& to, const std::vector<const field_placement*>& to_f, const storage& from,
-                        const std::vector<const field_placement*>& from_f, const index_space<3>& domain) {
+// Moves every field of the domain's points, row by row; returns the source bytes moved.
+std::size_t move_domain(row_op op, const storage& to, const std::vector<const field_placement*>& to_f,
+                        const storage& from, const std::vector<const field_placement*>& from_f,
+                        const index_space<3>& domain) {
   std::size_t moved = 0;
   for (std::size_t i = 0; i < from_f.size(); ++i)
-    for (const rect<3>& r : domain.rects()) moved += copy_rect(to, *to_f[i], from, *from_f[i], r);
+    for (const rect<3>& r : domain.rects())
+      for_each_row_start(r, [&](const point<3>& p) {
+        const std::size_t n = row_length(r);
+        move_row(op, field_at(to, *to_f[i], p), to_f[i]->strides[0], field_at(from, *from_f[i], p),
+                 from_f[i]->strides[0], n, from_f[i]->bytes);
+        moved += n * from_f[i]->bytes;
+      });
   return moved;
 }
 
@@ -150,33 +190,40 @@ std::size_t bytes_per_point(const std::vector<const field_placement*>& fields) {
   return b;
 }
 
-poison_ptr copy_failure(const std::string& why) {
-  return std::make_shared<const poison_info>(poison_info{why, rank_me(), "rill::copy"});
+poison_ptr failure_of(const transfer& t, const std::string& why) {
+  return std::make_shared<const poison_info>(poison_info{why, rank_me(), t.what()});
 }
 
-// At the destination's rank: one piece of a copy from rank `from`.
-void receive_piece(instance dst, const std::vector<field_id>& fields, const std::vector<rect<3>>& rects,
-                   std::uint32_t total, event done, int from, std::span<const std::byte> bytes) {
-  data_module& here = data_here("rill::copy");
+// At the destination's rank: one piece of a transfer from rank `from`.
+void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& rects, std::uint32_t total, event done,
+                   int from, std::span<const std::byte> bytes) {
+  data_module& here = data_here(t.what());
   std::string failure;
   try {
-    const std::shared_ptr<const instance_record> rec = here.find(dst, "rill::copy");
-    const std::vector<const field_placement*> f = placements(*rec, fields, "destination");
+    const std::shared_ptr<const instance_record> rec = here.find(dst, t.what());
+    const std::vector<const field_placement*> f = placements(*rec, t.dst_fields, "destination", t);
+    std::vector<std::size_t> packed_bytes;
+    std::size_t per_point = 0;
+    for (const field_placement* p : f) {
+      packed_bytes.push_back(t.op ? static_cast<std::size_t>(t.src_bytes) : p->bytes);
+      per_point += packed_bytes.back();
+    }
     for (const rect<3>& r : rects)
       if (!rec->space.bounds().contains(r))
-        throw misuse_error(fmt::format("rill::copy: a piece from rank {} lies outside instance {:#x}", from, dst.id()));
-    if (bytes.size() != points_in(rects) * bytes_per_point(f))
-      throw misuse_error(fmt::format("rill::copy: a piece from rank {} has {} bytes for {} points", from, bytes.size(),
-                                     points_in(rects)));
+        throw misuse_error(
+            fmt::format("{}: a piece from rank {} lies outside instance {:#x}", t.what(), from, dst.id()));
+    if (bytes.size() != points_in(rects) * per_point)
+      throw misuse_error(fmt::format("{}: a piece from rank {} has {} bytes for {} points", t.what(), from,
+                                     bytes.size(), points_in(rects)));
     const std::uint64_t start = trace::span_begin();
-    unpack(storage_of(*rec), f, rects, bytes.data());
+    unpack(t.combine(), storage_of(*rec), f, packed_bytes, rects, bytes.data());
     trace::span_end<trace::kind::copy>(start, 0, bytes.size(), static_cast<std::uint64_t>(from));
   } catch (const misuse_error& e) {
     failure = e.what();
   }
   switch (here.piece_arrived(done, total, !failure.empty())) {
     case data_module::copy_outcome::trigger: event_trigger(done); break;
-    case data_module::copy_outcome::poison: event_poison(done, copy_failure(failure)); break;
+    case data_module::copy_outcome::poison: event_poison(done, failure_of(t, failure)); break;
     case data_module::copy_outcome::wait: break;
   }
 }
@@ -194,25 +241,24 @@ struct destination_info {
   }
 };
 
-// At the source's rank: checks the whole copy, then copies into the destination's storage when
-// this rank can address it, or sends the points piece by piece.
-void copy_from_source(instance src, instance dst, const std::vector<field_id>& fields, bool whole,
-                      const index_space<3>& over, const destination_info& to, event done) {
-  data_module& here = data_here("rill::copy");
+// At the source's rank: checks the whole transfer, then moves it into the destination's storage
+// when this rank can address it, or sends the points piece by piece.
+void move_from_source(instance src, instance dst, const transfer& t, const destination_info& to, event done) {
+  data_module& here = data_here(t.what());
   std::shared_ptr<const instance_record> rec;
   std::vector<const field_placement*> f;
   index_space<3> domain;
   try {
-    rec = here.find(src, "rill::copy");
-    f = placements(*rec, fields, "source");
+    rec = here.find(src, t.what());
+    f = placements(*rec, t.src_fields, "source", t);
     std::vector<std::uint64_t> dst_sizes;
     for (const field_placement& p : to.fields) dst_sizes.push_back(p.bytes);
-    check_sizes(fields, sizes_of(f), dst_sizes);
-    domain = whole ? rec->space : over;
-    check_inside(domain, rec->space, "source", src);
-    check_inside(domain, to.space, "destination", dst);
+    check_sizes(t, sizes_of(f), dst_sizes);
+    domain = t.whole ? rec->space : t.over;
+    check_inside(domain, rec->space, "source", src, t);
+    check_inside(domain, to.space, "destination", dst, t);
   } catch (const misuse_error& e) {
-    event_poison(done, copy_failure(e.what()));
+    event_poison(done, failure_of(t, e.what()));
     return;
   }
   const storage from = storage_of(*rec);
@@ -220,7 +266,7 @@ void copy_from_source(instance src, instance dst, const std::vector<field_id>& f
     std::vector<const field_placement*> to_f;
     for (const field_placement& p : to.fields) to_f.push_back(&p);
     const std::uint64_t start = trace::span_begin();
-    const std::size_t moved = copy_domain(storage{there, to.space.bounds()}, to_f, from, f, domain);
+    const std::size_t moved = move_domain(t.combine(), storage{there, to.space.bounds()}, to_f, from, f, domain);
     trace::span_end<trace::kind::copy>(start, 0, moved, static_cast<std::uint64_t>(dst.owner()));
     event_trigger(done);
     return;
@@ -247,39 +293,38 @@ void copy_from_source(instance src, instance dst, const std::vector<field_id>& f
     }
     const event sent = am::send_zero_copy(
         dst.owner(),
-        [](instance d, const std::vector<field_id>& fl, const std::vector<rect<3>>& rs, std::uint32_t n, event e,
-           int from_rank,
-           rill::view<std::byte> b) { receive_piece(d, fl, rs, n, e, from_rank, std::span(b.data(), b.size())); },
-        dst, fields, piece, total, done, src.owner(), rill::view<std::byte>(bytes, size));
+        [](instance d, const transfer& tr, const std::vector<rect<3>>& rs, std::uint32_t n, event e, int from_rank,
+           rill::view<std::byte> b) { receive_piece(d, tr, rs, n, e, from_rank, std::span(b.data(), b.size())); },
+        dst, t, piece, total, done, src.owner(), rill::view<std::byte>(bytes, size));
     // The message reads the piece where it is: keep it (and the source instance) until it is sent.
     when_triggered(sent, [keep = std::move(packed), hold = rec](const poison_ptr&) {});
   }
 }
 
-// At the destination's rank, once the copy's precondition has triggered.
-void start_at_destination(instance src, instance dst, const std::vector<field_id>& fields, bool whole,
-                          const index_space<3>& over, event done) {
-  data_module& here = data_here("rill::copy");
-  const std::shared_ptr<const instance_record> d = here.find(dst, "rill::copy");
-  const std::vector<const field_placement*> df = placements(*d, fields, "destination");
+// At the destination's rank, once the transfer's precondition has triggered.
+void start_at_destination(instance src, instance dst, const transfer& t, event done) {
+  data_module& here = data_here(t.what());
+  const std::shared_ptr<const instance_record> d = here.find(dst, t.what());
+  const std::vector<const field_placement*> df = placements(*d, t.dst_fields, "destination", t);
   if (src.owner() != here.id()) {
     destination_info to{{}, d->space, reinterpret_cast<std::uintptr_t>(d->data), d->placement.bytes};
     for (const field_placement* p : df) to.fields.push_back(*p);
     am::send(
         src.owner(),
-        [](instance s, instance ds, const std::vector<field_id>& fl, bool w, const index_space<3>& o,
-           const destination_info& info, event e) { rill::spawn([=] { copy_from_source(s, ds, fl, w, o, info, e); }); },
-        src, dst, fields, whole, over, to, done);
+        [](instance s, instance ds, const transfer& tr, const destination_info& info, event e) {
+          rill::spawn([=] { move_from_source(s, ds, tr, info, e); });
+        },
+        src, dst, t, to, done);
     return;
   }
-  const std::shared_ptr<const instance_record> s = here.find(src, "rill::copy");
-  const std::vector<const field_placement*> sf = placements(*s, fields, "source");
-  check_sizes(fields, sizes_of(sf), sizes_of(df));
-  const index_space<3>& domain = whole ? s->space : over;
-  check_inside(domain, s->space, "source", src);
-  check_inside(domain, d->space, "destination", dst);
+  const std::shared_ptr<const instance_record> s = here.find(src, t.what());
+  const std::vector<const field_placement*> sf = placements(*s, t.src_fields, "source", t);
+  check_sizes(t, sizes_of(sf), sizes_of(df));
+  const index_space<3>& domain = t.whole ? s->space : t.over;
+  check_inside(domain, s->space, "source", src, t);
+  check_inside(domain, d->space, "destination", dst, t);
   const std::uint64_t start = trace::span_begin();
-  const std::size_t moved = copy_domain(storage_of(*d), df, storage_of(*s), sf, domain);
+  const std::size_t moved = move_domain(t.combine(), storage_of(*d), df, storage_of(*s), sf, domain);
   trace::span_end<trace::kind::copy>(start, 0, moved, static_cast<std::uint64_t>(here.id()));
   event_trigger(done);
 }
@@ -296,22 +341,33 @@ void check_handles(instance a, instance b, const index_space<3>* over, int dims,
 
 }  // namespace
 
-event copy_padded(instance src, instance dst, std::vector<field_id> fields, const index_space<3>* over, int dims,
-                  event after) {
-  (void)data_here("rill::copy");
-  check_handles(src, dst, over, dims, "rill::copy");
-  if (fields.empty()) throw misuse_error("rill::copy: no fields to copy");
-  for (std::size_t i = 0; i < fields.size(); ++i)
-    if (std::count(fields.begin(), fields.end(), fields[i]) > 1)
-      throw misuse_error(fmt::format("rill::copy: field {} is named twice", fields[i]));
+event transfer_padded(instance src, std::vector<field_id> src_fields, instance dst, std::vector<field_id> dst_fields,
+                      const index_space<3>* over, int dims, row_combiner how, event after, const char* what) {
+  (void)data_here(what);
+  check_handles(src, dst, over, dims, what);
+  if (src_fields.empty()) throw misuse_error(fmt::format("{}: no fields", what));
+  if (src_fields.size() != dst_fields.size())
+    throw misuse_error(
+        fmt::format("{}: {} source field(s) for {} destination field(s)", what, src_fields.size(), dst_fields.size()));
+  for (const auto& fields : {src_fields, dst_fields})
+    for (field_id f : fields)
+      if (std::count(fields.begin(), fields.end(), f) > 1)
+        throw misuse_error(fmt::format("{}: field {} is named twice", what, f));
+  transfer t{std::move(src_fields),
+             std::move(dst_fields),
+             how.op ? code_offset(reinterpret_cast<const void*>(how.op)) : 0,
+             how.src_bytes,
+             how.dst_bytes,
+             over == nullptr,
+             over ? *over : index_space<3>()};
   const event done = user_event::create();
-  const event ran = proc(dst.owner())
-                        .spawn(
-                            rill::after(after),
-                            [](instance s, instance d, const std::vector<field_id>& f, bool whole,
-                               const index_space<3>& o, event e) { start_at_destination(s, d, f, whole, o, e); },
-                            src, dst, fields, over == nullptr, over ? *over : index_space<3>(), done);
-  // A poisoned precondition, or an error found at the destination, poisons the copy.
+  const event ran =
+      proc(dst.owner())
+          .spawn(
+              rill::after(after),
+              [](instance s, instance d, const transfer& tr, event e) { start_at_destination(s, d, tr, e); }, src, dst,
+              t, done);
+  // A poisoned precondition, or an error found at the destination, poisons the transfer.
   when_triggered(
       ran,
       [done](const poison_ptr& cause) {
