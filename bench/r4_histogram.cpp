@@ -7,6 +7,8 @@
 // reduction's completion):
 //   fold instance      each rank folds into a fold instance of its own (system memory, atomic
 //                      folds, no lock), then reduce_into the histogram (rill/reduction.hpp)
+//   list instance      each rank logs its reductions in a list instance (atomic length, no lock),
+//                      then replay_into the histogram: only what was reduced moves
 //   single reductions  each reduction one active message to rank 0, applied there (R / 16 each)
 // Peers in the same processes: MPI_Accumulate(MPI_SUM) of one long per reduction into a window on
 // rank 0 under MPI_Win_lock_all, flushed every 1024 (R / 16 each), and -- the machine's limit for
@@ -14,8 +16,8 @@
 // (`plain loop`, rank 0, one thread, T x R reductions).
 // Every way's histogram is checked: its buckets sum to the reductions made. Realm's reducetest
 // did ~8 M reductions/s on this machine kind (shared/anchors.md), printed as `reference`.
-// The five ways of the paper include reductions under a reservation (single read/write and a
-// localized instance) and list instances: not measured here yet.
+// The five ways of the paper also include reductions under a reservation (single read/write and
+// a localized instance): not measured here yet.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -107,6 +109,45 @@ double rill_fold(const shape& s, int tasks, bool& checked) {
   const double rate = static_cast<double>(n) * tasks * static_cast<double>(s.per_task) / bench::seconds_since(t0);
   checked = sum_of(hist, s.buckets) == static_cast<long>(n) * tasks * s.per_task;
   for (rill::instance p : parts) p.destroy().wait();
+  hist.destroy().wait();
+  return rate;
+}
+
+// Reductions per second of the list-instance way.
+double rill_list(const shape& s, int tasks, bool& checked) {
+  const int n = rill::rank_n();
+  const rill::instance hist = fresh_histogram(s.buckets);
+  std::vector<rill::instance> logs;
+  std::vector<rill::event> ready;
+  const auto capacity = static_cast<std::size_t>(tasks) * static_cast<std::size_t>(s.per_task);
+  for (int r = 0; r < n; ++r) {
+    auto [l, e] = rill::create_list_instance<add, 1>(rill::memory::system(r), capacity, bucket_field);
+    logs.push_back(l);
+    ready.push_back(e);
+  }
+  rill::merge(ready).wait();
+  const auto t0 = bench::clock::now();
+  std::vector<rill::event> done;
+  for (int r = 0; r < n; ++r) {
+    const rill::instance log = logs[static_cast<std::size_t>(r)];
+    const rill::event logged = rill::proc(r).spawn(
+        [](rill::instance l, int t_count, long per_task, rill::coord_t buckets) {
+          rill::finish([&] {
+            for (int t = 0; t < t_count; ++t)
+              rill::async([=] {
+                const rill::list_reducer<add, 1> log_it(l, bucket_field);
+                const int me = rill::rank_me();
+                for (long i = 0; i < per_task; ++i) log_it({bucket_of(me, t, i, buckets)}, 1);
+              });
+          });
+        },
+        log, tasks, s.per_task, s.buckets);
+    done.push_back(rill::replay_into<add, 1>(log, bucket_field, hist, bucket_field, logged));
+  }
+  rill::merge(done).wait();
+  const double rate = static_cast<double>(n) * tasks * static_cast<double>(s.per_task) / bench::seconds_since(t0);
+  checked = sum_of(hist, s.buckets) == static_cast<long>(n) * tasks * s.per_task;
+  for (rill::instance l : logs) l.destroy().wait();
   hist.destroy().wait();
   return rate;
 }
@@ -206,7 +247,7 @@ int main(int argc, char** argv) {
                                   {"sparse", 4 * 1024 * 1024, 64 * 1024}};
 
   struct series {
-    std::vector<double> fold, single, mpi, plain;
+    std::vector<double> fold, list, single, mpi, plain;
     bool ok = true;
   };
   std::vector<series> out(shapes.size());
@@ -229,10 +270,12 @@ int main(int argc, char** argv) {
         bool ok = true;
         out[k].fold.push_back(rill_fold(shapes[k], workers, ok));
         out[k].ok = out[k].ok && ok;
+        out[k].list.push_back(rill_list(shapes[k], workers, ok));
+        out[k].ok = out[k].ok && ok;
         out[k].single.push_back(rill_single(shapes[k], workers, std::max(1024L, shapes[k].per_task / 16), ok));
         out[k].ok = out[k].ok && ok;
-        bench::progress("R4 {} rep {}: fold {:.1f} M/s, single {:.2f} M/s", shapes[k].name, rep,
-                        out[k].fold.back() / 1e6, out[k].single.back() / 1e6);
+        bench::progress("R4 {} rep {}: fold {:.1f} M/s, list {:.1f} M/s, single {:.2f} M/s", shapes[k].name, rep,
+                        out[k].fold.back() / 1e6, out[k].list.back() / 1e6, out[k].single.back() / 1e6);
       }
     });
     bench::mpi_peer::sleeping_barrier();
@@ -250,6 +293,10 @@ int main(int argc, char** argv) {
                          out[k].fold, "MPI_Accumulate, one per reduction",       out[k].mpi};
       fold.extra = extra;
       bench::emit(fold);
+      bench::result list{"R4",        shapes[k].name + " list instance" + where, "reduction rate", "reductions/s", true,
+                         out[k].list, "MPI_Accumulate, one per reduction",       out[k].mpi};
+      list.extra = extra;
+      bench::emit(list);
       bench::result single{
           "R4",          shapes[k].name + " single reductions" + where, "reduction rate", "reductions/s", true,
           out[k].single, "MPI_Accumulate, one per reduction",           out[k].mpi};

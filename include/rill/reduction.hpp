@@ -22,6 +22,7 @@
 #include <concepts>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -64,6 +65,83 @@ row_combiner combiner_of(bool exclusive) {
           ToLhs ? sizeof(typename Op::lhs) : sizeof(typename Op::rhs)};
 }
 }  // namespace detail
+
+// One reduction logged by a list instance.
+template <bulk_reduction_op Op, int N>
+struct list_entry {
+  point<N> at;
+  typename Op::rhs value;
+};
+
+namespace detail {
+// Applies `count` list entries to the destination's field, or (check_only) returns the index of
+// the first entry whose point is outside the destination's bounds (count when none is).
+using entries_fn = std::size_t (*)(const field_address& dst, const std::byte* entries, std::size_t count,
+                                   bool check_only);
+event replay_padded(instance list, field_id list_f, std::size_t entry_bytes, instance dst, field_id dst_f,
+                    std::size_t dst_bytes, int dims, entries_fn fn, event after);
+
+template <class Op, int N, bool Exclusive>
+std::size_t replay_entries(const field_address& dst, const std::byte* entries, std::size_t count, bool check_only) {
+  for (std::size_t i = 0; i < count; ++i) {
+    list_entry<Op, N> e;
+    std::memcpy(static_cast<void*>(&e), entries + i * sizeof e, sizeof e);
+    point<3> q{0, 0, 0};
+    for (int d = 0; d < N; ++d) q[d] = e.at[d];
+    if (check_only) {
+      if (!dst.bounds.contains(q)) return i;
+      continue;
+    }
+    std::byte* at = dst.at_lo;
+    for (int d = 0; d < 3; ++d) at += (q[d] - dst.bounds.lo[d]) * dst.strides[static_cast<std::size_t>(d)];
+    Op::template apply<Exclusive>(*reinterpret_cast<typename Op::lhs*>(at), e.value);
+  }
+  return count;
+}
+}  // namespace detail
+
+// A list instance: a log of up to `capacity` reductions (a point and an Op::rhs each) on one
+// rank, for sparse reductions -- replaying it moves and applies only what was reduced, where a
+// fold instance moves a value for every point. Its field f holds list_entry<Op, N> values:
+// element 0 holds the log's length, elements 1 .. capacity the entries.
+template <bulk_reduction_op Op, int N>
+created_instance create_list_instance(memory m, std::size_t capacity, field_id f, event after = event::none()) {
+  const created_instance made = instance::create(m, rect<1>{0, static_cast<coord_t>(capacity)},
+                                                 field_space{}.add(f, sizeof(list_entry<Op, N>)), layout::soa(), after);
+  return {made.inst, fill(made.inst, field<list_entry<Op, N>>{f}, list_entry<Op, N>{}, rect<1>{0, 0}, made.ready)};
+}
+
+// Logs reductions into a list instance, on its rank: an atomic increment of the length and a
+// store. A log that is full throws rill::misuse_error (the reduction would be lost).
+template <bulk_reduction_op Op, int N>
+class list_reducer {
+ public:
+  list_reducer(instance list, field_id f) : log_(list, f) {}
+  void operator()(const point<N>& p, typename Op::rhs v) const {
+    const auto i = std::atomic_ref<coord_t>(log_[{0}].at.x[0]).fetch_add(1, std::memory_order_relaxed) + 1;
+    if (i > log_.bounds().hi[0]) full();
+    log_[{i}] = list_entry<Op, N>{p, v};
+  }
+
+ private:
+  [[noreturn]] void full() const {
+    throw misuse_error("rill::list_reducer: the list instance is full (" + std::to_string(log_.bounds().hi[0]) +
+                       " entries): make it larger, or replay it and start a new one");
+  }
+  accessor<list_entry<Op, N>, 1> log_;
+};
+
+// Once `after` has triggered, applies every reduction logged in the list instance `list` (field
+// list_f) to field dst_f (Op::lhs) of dst, an instance of N dimensions: for each entry,
+// dst[at] = apply(dst[at], value), at dst's rank. Every entry's point is checked against dst's
+// bounds before any is applied.
+template <bulk_reduction_op Op, int N>
+event replay_into(instance list, field_id list_f, instance dst, field_id dst_f, event after = event::none(),
+                  bool exclusive = false) {
+  return detail::replay_padded(list, list_f, sizeof(list_entry<Op, N>), dst, dst_f, sizeof(typename Op::lhs), N,
+                               exclusive ? &detail::replay_entries<Op, N, true> : &detail::replay_entries<Op, N, false>,
+                               after);
+}
 
 // A fold instance: field f holds an Op::rhs per point of `space`, each the identity once the
 // returned event has triggered.

@@ -21,6 +21,7 @@
 
 #include "data/data_module.hpp"
 #include "data/field_rows.hpp"
+#include "data/started_at.hpp"
 #include "rill/am.hpp"
 #include "rill/copy.hpp"
 #include "rill/proc.hpp"
@@ -360,21 +361,10 @@ event transfer_padded(instance src, std::vector<field_id> src_fields, instance d
              how.dst_bytes,
              over == nullptr,
              over ? *over : index_space<3>()};
-  const event done = user_event::create();
-  const event ran =
-      proc(dst.owner())
-          .spawn(
-              rill::after(after),
-              [](instance s, instance d, const transfer& tr, event e) { start_at_destination(s, d, tr, e); }, src, dst,
-              t, done);
   // A poisoned precondition, or an error found at the destination, poisons the transfer.
-  when_triggered(
-      ran,
-      [done](const poison_ptr& cause) {
-        if (cause) event_poison(done, cause);
-      },
-      waiter_kind::other, done);
-  return done;
+  return started_at(
+      dst.owner(), after,
+      [](instance s, instance d, const transfer& tr, event e) { start_at_destination(s, d, tr, e); }, src, dst, t);
 }
 
 event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const index_space<3>* over, int dims,

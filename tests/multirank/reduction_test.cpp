@@ -219,6 +219,90 @@ TEST_P(reductions, sizes_that_do_not_fit_the_operator_are_refused_whole) {
   });
 }
 
+TEST_P(reductions, list_instances_replay_exactly_what_was_logged) {
+  both_ways(GetParam(), [](bool) {
+    using op = rill::reduce::sum<long>;
+    const int n = rill::rank_n();
+    constexpr rill::coord_t sparse = 100000;  // buckets; the reductions touch few of them
+    std::vector<rill::instance> logs;
+    std::vector<rill::event> logged;
+    for (int r = 0; r < n; ++r) {
+      auto [log, ready] =
+          rill::create_list_instance<op, 1>(rill::memory::system(r), tasks_per_rank * updates_per_task, partial);
+      logs.push_back(log);
+      logged.push_back(rill::proc(r).spawn(
+          rill::after(ready),
+          [](rill::instance l) {
+            rill::finish([&] {
+              for (int t = 0; t < tasks_per_rank; ++t)
+                rill::async([=] {
+                  const rill::list_reducer<op, 1> log_it(l, partial);
+                  const int me = rill::rank_me();
+                  for (int u = 0; u < updates_per_task; ++u)
+                    log_it({bucket_of(me, t, u) * 1000 + u}, value_of(me, t, u));
+                });
+            });
+          },
+          log));
+    }
+    auto [totals, ready] = rill::instance::create(rill::memory::registered(n - 1), rill::rect<1>{0, sparse - 1},
+                                                  rill::field_space{}.add(total, sizeof(long)));
+    const rill::event zeroed = rill::fill(totals, rill::field<long>{total}, 0L, ready);
+    std::vector<rill::event> replayed;
+    for (int r = 0; r < n; ++r)
+      replayed.push_back(
+          rill::replay_into<op, 1>(logs[static_cast<std::size_t>(r)], partial, totals, total,
+                                   rill::merge(std::vector<rill::event>{logged[static_cast<std::size_t>(r)], zeroed})));
+    rill::merge(replayed).wait();
+    std::vector<long> model(sparse, 0);
+    for (int r = 0; r < n; ++r)
+      for (int t = 0; t < tasks_per_rank; ++t)
+        for (int u = 0; u < updates_per_task; ++u)
+          model[static_cast<std::size_t>(bucket_of(r, t, u) * 1000 + u)] += value_of(r, t, u);
+    expect(read_field<long>(totals, total, sparse) == model, "a replayed list differs from the sequential model");
+    for (rill::instance l : logs) l.destroy().wait();
+    totals.destroy().wait();
+  });
+}
+
+TEST_P(reductions, a_full_list_and_an_entry_outside_are_loud) {
+  both_ways(GetParam(), [](bool) {
+    using op = rill::reduce::sum<long>;
+    const int last = rill::rank_n() - 1;
+    auto [log, ready] = rill::create_list_instance<op, 2>(rill::memory::system(last), 3, partial);
+    ready.wait();
+    const std::string full = rill::rpc(
+                                 last,
+                                 [](rill::instance l) {
+                                   const rill::list_reducer<op, 2> log_it(l, partial);
+                                   log_it({0, 0}, 1);
+                                   log_it({1, 1}, 2);
+                                   log_it({9, 9}, 3);  // outside the destination below
+                                   return data::misuse_of([&] { log_it({2, 2}, 4); });
+                                 },
+                                 log)
+                                 .get();
+    expect(says(full, "the list instance is full (3 entries)"), "a full list said: " + full);
+    auto [dst, d_ready] = rill::instance::create(rill::memory::system(0), rill::rect<2>{{0, 0}, {4, 4}},
+                                                 rill::field_space{}.add(total, sizeof(long)));
+    const rill::event zeroed = rill::fill(dst, rill::field<long>{total}, 5L, d_ready);
+    const std::string outside = poison_of(rill::replay_into<op, 2>(log, partial, dst, total, zeroed));
+    expect(says(outside, "entry 2 of the list reduces into a point outside the destination"),
+           "an entry outside said: " + outside);
+    const long untouched = rill::rpc(
+                               0,
+                               [](rill::instance d) {
+                                 rill::accessor<long, 2> a(d, total);
+                                 return a[{0, 0}] + a[{1, 1}];
+                               },
+                               dst)
+                               .get();
+    expect(untouched == 10, "a refused replay wrote into its destination");
+    log.destroy().wait();
+    dst.destroy().wait();
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(setups, reductions, ::testing::ValuesIn(setups()), name_of);
 
 }  // namespace
