@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace rill {
@@ -161,10 +162,32 @@ class index_space {
   static index_space from_sent_rects(std::vector<rect<N>> rects);
   // The space of these disjoint non-empty rects, already in canonical order.
   static index_space adopt(std::vector<rect<N>> rects);
+  template <int M>
+  friend index_space<3> padded_to_3d(const index_space<M>& space);
 
   std::vector<rect<N>> rects_;
   rect<N> bounds_;
   coord_t widest_ = 0;  // the largest hi - lo in dimension N-1: how far back an overlap can start
 };
+
+// An index space of fewer than 3 dimensions as one of 3 whose further coordinates are 0: how the
+// data layer keeps every instance's space, whatever its dimension. The rects stay disjoint and in
+// canonical order (dimension N-1 stays the most significant one that varies), so they are taken
+// as they are.
+template <int N>
+index_space<3> padded_to_3d(const index_space<N>& space) {
+  if constexpr (N == 3) {
+    return space;
+  } else {
+    std::vector<rect<3>> rects;
+    rects.reserve(space.rects().size());
+    for (const rect<N>& r : space.rects()) {
+      rect<3> p{point<3>{0, 0, 0}, point<3>{0, 0, 0}};
+      for (int d = 0; d < N; ++d) p.lo[d] = r.lo[d], p.hi[d] = r.hi[d];
+      rects.push_back(p);
+    }
+    return index_space<3>::adopt(std::move(rects));
+  }
+}
 
 }  // namespace rill

@@ -72,24 +72,6 @@ struct created_instance {
   event ready;
 };
 
-// An index space of fewer than 3 dimensions as one of 3 whose further coordinates are 0: how the
-// runtime keeps every instance's space, whatever its dimension.
-template <int N>
-index_space<3> padded_to_3d(const index_space<N>& space) {
-  if constexpr (N == 3) {
-    return space;
-  } else {
-    std::vector<rect<3>> rects;
-    rects.reserve(space.rects().size());
-    for (const rect<N>& r : space.rects()) {
-      rect<3> p{point<3>{0, 0, 0}, point<3>{0, 0, 0}};
-      for (int d = 0; d < N; ++d) p.lo[d] = r.lo[d], p.hi[d] = r.hi[d];
-      rects.push_back(p);
-    }
-    return index_space<3>::from_rects(rects);
-  }
-}
-
 template <int N>
 created_instance instance::create(memory m, const index_space<N>& space, const field_space& fields, const layout& l,
                                   event after) {

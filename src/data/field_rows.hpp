@@ -61,18 +61,6 @@ inline void copy_row(std::byte* to, std::ptrdiff_t to_step, const std::byte* fro
   }
 }
 
-// Copies field `from_f` of r's points in `from` to field `to_f` in `to`, row by row; returns the bytes.
-inline std::size_t copy_rect(const storage& to, const field_placement& to_f, const storage& from,
-                             const field_placement& from_f, const rect<3>& r) {
-  std::size_t moved = 0;
-  for_each_row_start(r, [&](const point<3>& p) {
-    const std::size_t n = row_length(r);
-    copy_row(field_at(to, to_f, p), to_f.strides[0], field_at(from, from_f, p), from_f.strides[0], n, from_f.bytes);
-    moved += n * from_f.bytes;
-  });
-  return moved;
-}
-
 // Whether field f of r's points fills one range of memory in index-space order (r's rows follow
 // each other with no gap), so that the range can travel as it lies.
 inline bool contiguous(const storage& s, const field_placement& f, const rect<3>& r) {
