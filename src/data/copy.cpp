@@ -53,6 +53,14 @@ struct transfer {
   }
 };
 
+// Closes the trace span of a stretch of a transfer's work: `bytes` moved to or from rank `peer`.
+void end_transfer_span(std::uint64_t start, const transfer& t, std::size_t bytes, int peer) {
+  if (t.op)
+    trace::span_end<trace::kind::reduction>(start, 0, bytes, static_cast<std::uint64_t>(peer));
+  else
+    trace::span_end<trace::kind::copy>(start, 0, bytes, static_cast<std::uint64_t>(peer));
+}
+
 std::vector<const field_placement*> placements(const instance_record& rec, const std::vector<field_id>& fields,
                                                const char* role, const transfer& t) {
   std::vector<const field_placement*> out;
@@ -218,7 +226,7 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
                                      bytes.size(), points_in(rects)));
     const std::uint64_t start = trace::span_begin();
     unpack(t.combine(), storage_of(*rec), f, packed_bytes, rects, bytes.data());
-    trace::span_end<trace::kind::copy>(start, 0, bytes.size(), static_cast<std::uint64_t>(from));
+    end_transfer_span(start, t, bytes.size(), from);
   } catch (const misuse_error& e) {
     failure = e.what();
   }
@@ -268,7 +276,7 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     for (const field_placement& p : to.fields) to_f.push_back(&p);
     const std::uint64_t start = trace::span_begin();
     const std::size_t moved = move_domain(t.combine(), storage{there, to.space.bounds()}, to_f, from, f, domain);
-    trace::span_end<trace::kind::copy>(start, 0, moved, static_cast<std::uint64_t>(dst.owner()));
+    end_transfer_span(start, t, moved, dst.owner());
     event_trigger(done);
     return;
   }
@@ -289,7 +297,7 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
       packed = std::make_shared<std::vector<std::byte>>(size);
       const std::uint64_t start = trace::span_begin();
       pack(from, f, piece, packed->data());
-      trace::span_end<trace::kind::copy>(start, 0, size, static_cast<std::uint64_t>(dst.owner()));
+      end_transfer_span(start, t, size, dst.owner());
       bytes = packed->data();
     }
     const event sent = am::send_zero_copy(
@@ -326,7 +334,7 @@ void start_at_destination(instance src, instance dst, const transfer& t, event d
   check_inside(domain, d->space, "destination", dst, t);
   const std::uint64_t start = trace::span_begin();
   const std::size_t moved = move_domain(t.combine(), storage_of(*d), df, storage_of(*s), sf, domain);
-  trace::span_end<trace::kind::copy>(start, 0, moved, static_cast<std::uint64_t>(here.id()));
+  end_transfer_span(start, t, moved, here.id());
   event_trigger(done);
 }
 
@@ -394,8 +402,7 @@ event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const
                 for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
                   std::memcpy(at, v.data(), v.size());
               });
-            trace::span_end<trace::kind::copy>(start, 0, domain.volume() * v.size(),
-                                               static_cast<std::uint64_t>(here.id()));
+            trace::span_end<trace::kind::fill>(start, 0, domain.volume() * v.size());
           },
           inst, f, value, over == nullptr, over ? *over : index_space<3>());
 }

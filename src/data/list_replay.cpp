@@ -84,7 +84,8 @@ void check_entries(const replay& r, const rect<3>& bounds, std::span<const std::
                     what, bad));
 }
 
-void apply_piece(instance dst, const replay& r, std::uint32_t total, event done, std::span<const std::byte> bytes) {
+void apply_piece(instance dst, const replay& r, std::uint32_t total, event done, int from,
+                 std::span<const std::byte> bytes) {
   data_module& here = data_here(what);
   std::string why;
   try {
@@ -93,7 +94,7 @@ void apply_piece(instance dst, const replay& r, std::uint32_t total, event done,
     check_entries(r, rec->space.bounds(), bytes);
     const std::uint64_t start = trace::span_begin();
     r.entries()(address_of(storage_of(*rec), f), bytes.data(), bytes.size() / r.entry_bytes, false);
-    trace::span_end<trace::kind::copy>(start, 0, bytes.size(), 0);
+    trace::span_end<trace::kind::reduction>(start, 0, bytes.size(), static_cast<std::uint64_t>(from));
   } catch (const misuse_error& e) {
     why = e.what();
   }
@@ -127,10 +128,10 @@ void send_log(instance list, instance dst, const replay& r, const rect<3>& dst_b
     // (The view first: with it last, GCC 12 warns of a memcpy out of bounds that is not there.)
     const event sent = am::send_zero_copy(
         dst.owner(),
-        [](rill::view<std::byte> b, instance d, const replay& rp, std::uint32_t t, event e) {
-          apply_piece(d, rp, t, e, std::span(b.data(), b.size()));
+        [](rill::view<std::byte> b, instance d, const replay& rp, std::uint32_t t, event e, int from) {
+          apply_piece(d, rp, t, e, from, std::span(b.data(), b.size()));
         },
-        rill::view<std::byte>(log.data() + at, n), dst, r, total, done);
+        rill::view<std::byte>(log.data() + at, n), dst, r, total, done, list.owner());
     when_triggered(sent, [hold = rec](const poison_ptr&) {});  // the log stays until sent
   }
 }
@@ -154,7 +155,7 @@ void start_at_destination(instance list, instance dst, const replay& r, event do
   check_entries(r, d->space.bounds(), log);
   const std::uint64_t start = trace::span_begin();
   r.entries()(address_of(storage_of(*d), df), log.data(), log.size() / r.entry_bytes, false);
-  trace::span_end<trace::kind::copy>(start, 0, log.size(), static_cast<std::uint64_t>(here.id()));
+  trace::span_end<trace::kind::reduction>(start, 0, log.size(), static_cast<std::uint64_t>(here.id()));
   event_trigger(done);
 }
 

@@ -31,6 +31,8 @@ enum class flow_role : std::uint8_t { none, starts, ends };
   X(event_subscribe, "event subscribe", "event", instant, none, "owner", "slot")      \
   X(steal, "steal", "steal", instant, none, "victim", "tasks")                        \
   X(copy, "copy", "copy", span, none, "bytes", "peer")                                \
+  X(reduction, "reduction", "copy", span, none, "bytes", "peer")                      \
+  X(fill, "fill", "copy", span, none, "bytes", "")                                    \
   X(io, "io", "io", span, none, "bytes", "offset")
 
 enum class kind : std::uint8_t {

@@ -7,7 +7,10 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "rill/rill.hpp"
 #include "test_argv.hpp"
@@ -72,6 +75,54 @@ TEST(RuntimeTrace, AMultiRankRunWritesOneWellFormedTrace) {
     EXPECT_GE(s.event_arrows, 2u);
     std::filesystem::remove(path);
   }
+}
+
+// The data layer's work in the trace: a fill, a copy to another rank and a reduction from one are
+// spans named for what they do, with the bytes they moved and the rank at the other end.
+TEST(RuntimeTrace, CopiesReductionsAndFillsAreSpansWithTheirBytes) {
+  const auto path = temp_trace("rill_trace_data");
+  rill_test::test_argv a(rill_test::command_line(
+      "trace_test", {"--rill:transport=local", "--rill:ranks=2", "--rill:workers=2", "--rill:trace=" + path.string()}));
+  rill::runtime rt(a.argc, a.argv());
+  constexpr rill::field_id value = 1;
+  ASSERT_EQ(rt.run([] {
+    const rill::field_space doubles = rill::field_space{}.add(value, sizeof(double));
+    auto [src, src_ready] = rill::instance::create(rill::memory::system(0), rill::rect<1>{0, 1023}, doubles);
+    auto [dst, dst_ready] = rill::instance::create(rill::memory::system(1), rill::rect<1>{0, 1023}, doubles);
+    const rill::event filled = rill::fill(src, rill::field<double>{value}, 2.5, src_ready);
+    const rill::event copied = rill::copy(src, dst, {value}, rill::merge(filled, dst_ready));
+    using add = rill::reduce::sum<double>;
+    auto [partial, partial_ready] =
+        rill::create_fold_instance<add>(rill::memory::system(1), rill::rect<1>{0, 511}, value);
+    const rill::event reduced = rill::reduce_into<add>(partial, value, src, value, rill::merge(partial_ready, copied));
+    rill::merge(src.destroy(reduced), dst.destroy(copied), partial.destroy(reduced)).wait();
+    return 0;
+  }),
+            0);
+  const nlohmann::json doc = load(path);
+  const auto s = rill_test::check_trace(doc);
+  for (const auto& p : s.problems) ADD_FAILURE() << p;
+  // Per span name, the (pid, bytes, peer) of each span.
+  std::map<std::string, std::vector<std::tuple<long, std::uint64_t, long>>> spans;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e.value("ph", "") != "X" || e.value("cat", "") != "copy") continue;
+    const auto& args = e.at("args");
+    spans[e.value("name", "")].emplace_back(e.value("pid", -1L), args.at("bytes").get<std::uint64_t>(),
+                                            args.value("peer", -1L));
+  }
+  auto has = [&](const std::string& name, std::uint64_t bytes, long peer) {
+    for (const auto& [pid, b, p] : spans[name])
+      if (b == bytes && p == peer) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("fill", 1024 * sizeof(double), -1)) << "the fill of 1024 doubles";
+  // The copy is received on rank 1 (pid 2) from rank 0, or written there directly by rank 0.
+  EXPECT_TRUE(has("copy", 1024 * sizeof(double), 0) || has("copy", 1024 * sizeof(double), 1))
+      << "the copy of 1024 doubles between the ranks";
+  EXPECT_TRUE(has("reduction", 512 * sizeof(double), 1) || has("reduction", 512 * sizeof(double), 0))
+      << "the reduction of 512 doubles between the ranks";
+  for (const auto& [pid, b, p] : spans["copy"]) EXPECT_LE(b, 1024 * sizeof(double)) << "no copy moves more";
+  std::filesystem::remove(path);
 }
 
 TEST(RuntimeTrace, WithoutTheOptionNothingIsWritten) {
