@@ -86,6 +86,14 @@ inline constexpr affinity_tier same_node_tier{50, 5};      // other process, sam
 inline constexpr affinity_tier other_node_tier{10, 50};    // across the network
 
 namespace detail {
+// What every rank's registered memory is, from options every rank shares: the bytes of its
+// segment that instances and rill::new_array share, and whether ranks of one node (or process) map
+// each other's segments (--rill:segment, --rill:global-heap, --rill:shared-segments).
+struct registered_memory_facts {
+  std::uint64_t bytes = 0;
+  bool shared_on_node = false;
+};
+
 struct rank_description {
   std::string host;
   std::string process;  // host and process id: ranks that share an address space share it
@@ -103,11 +111,14 @@ class machine {
   // The machine as the calling rank sees it (the same on every rank). Call from a task or handler.
   static const machine& get();
 
-  // Every processor (one per rank, in rank order) and every memory (each rank's system memory).
+  // Every processor (one per rank, in rank order) and every memory: each rank's system memory and
+  // its registered memory, in rank order.
   const std::vector<proc>& processors() const { return procs_; }
   const std::vector<memory>& memories() const { return memories_; }
 
-  // Which processors reach which memories directly; restrict to a processor and/or a memory.
+  // Which processors reach which memories directly (loads and stores); restrict to a processor
+  // and/or a memory. System memory: processors of its process. Registered memory: its own rank's
+  // processor, and with shared segments those of its process and of its node.
   std::vector<proc_memory_affinity> proc_mem_affinity(std::optional<proc> p = std::nullopt,
                                                       std::optional<memory> m = std::nullopt) const;
   // Which pairs of distinct memories support copies; restrict to pairs involving a and/or b.
@@ -121,18 +132,22 @@ class machine {
   const std::vector<node_info>& nodes() const { return nodes_; }
   // Whether two ranks share an address space (threads of one process: the local transport).
   bool same_process(int a, int b) const;
-  // The worker threads of a processor, the bytes of a memory (its rank's share of its node's).
+  // The worker threads of a processor; the bytes of a memory: for system memory its rank's share
+  // of its node's, for registered memory its segment's bytes for instances and global pointers.
   int workers(proc p) const;
   std::uint64_t capacity(memory m) const;
 
   // For the runtime: built from every rank's description, indexed by rank.
-  explicit machine(std::vector<detail::rank_description> ranks);
+  machine(std::vector<detail::rank_description> ranks, detail::registered_memory_facts registered);
 
  private:
   const detail::rank_description& rank_at(int r) const;
   affinity_tier tier(int a, int b) const;
 
+  bool reaches(int processor_rank, memory m) const;
+
   std::vector<detail::rank_description> ranks_;
+  detail::registered_memory_facts registered_;
   std::vector<proc> procs_;
   std::vector<memory> memories_;
   std::vector<node_info> nodes_;

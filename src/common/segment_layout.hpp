@@ -18,5 +18,9 @@ inline constexpr std::size_t granule = 16;
 constexpr std::size_t tag_bytes(std::size_t segment) { return (segment / granule + 1 + 63) / 64 * 64; }
 // Where the own heap starts.
 constexpr std::size_t heap_start(std::size_t segment) { return lock_bytes + tag_bytes(segment); }
+// The bytes of the own heap (new_array's, and registered memory's instances).
+constexpr std::size_t own_heap_bytes(std::size_t segment, std::size_t global_heap) {
+  return segment - heap_start(segment) - global_heap;
+}
 
 }  // namespace rill::detail::segment_layout

@@ -27,7 +27,8 @@ data_module::data_module(int rank, const rill::machine& machine, global_module& 
       rank_(rank),
       machine_(machine),
       global_(global),
-      system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))) {}
+      system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))),
+      registered_capacity_(static_cast<std::size_t>(machine.capacity(memory::registered(rank)))) {}
 
 std::uint64_t data_module::next_instance_id() {
   std::lock_guard g(lock_);
@@ -44,7 +45,7 @@ std::byte* data_module::reachable(instance other, std::uintptr_t address, std::s
 }
 
 std::size_t data_module::capacity(memory_kind k) const {
-  return k == memory_kind::registered ? global_.memory_segment().size() : system_capacity_;
+  return k == memory_kind::registered ? registered_capacity_ : system_capacity_;
 }
 
 std::size_t data_module::used(memory_kind k) const {

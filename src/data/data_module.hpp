@@ -67,6 +67,7 @@ class data_module final : public rank_module {
   const rill::machine& machine_;
   global_module& global_;
   const std::size_t system_capacity_;
+  const std::size_t registered_capacity_;
   std::uint64_t next_sequence_ = 1;  // under lock_
   mutable std::mutex lock_;
   std::unordered_map<std::uint64_t, std::shared_ptr<instance_record>> live_;

@@ -52,7 +52,7 @@ segment::segment(std::byte* memory, std::size_t bytes, std::size_t global_heap_b
     : base_(memory),
       size_(bytes),
       heap_(boost::interprocess::create_only, memory + segment_layout::heap_start(bytes),
-            bytes - segment_layout::heap_start(bytes) - global_heap_bytes) {
+            segment_layout::own_heap_bytes(bytes, global_heap_bytes)) {
   ::new (static_cast<void*>(memory)) segment_header();
 }
 

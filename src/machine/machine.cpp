@@ -76,21 +76,23 @@ rank_description decode(const std::string& s, int rank) {
   return d;
 }
 
-std::shared_ptr<const rill::machine> build_machine(transport& t, int workers) {
+std::shared_ptr<const rill::machine> build_machine(transport& t, int workers, registered_memory_facts registered) {
   const auto all = t.gather_from_all_ranks(encode(describe_this_process(workers)));
   std::vector<rank_description> ranks;
   ranks.reserve(all.size());
   for (std::size_t r = 0; r < all.size(); ++r) ranks.push_back(decode(all[r], static_cast<int>(r)));
-  return std::make_shared<const rill::machine>(std::move(ranks));
+  return std::make_shared<const rill::machine>(std::move(ranks), registered);
 }
 
 }  // namespace detail
 
-machine::machine(std::vector<detail::rank_description> ranks) : ranks_(std::move(ranks)) {
+machine::machine(std::vector<detail::rank_description> ranks, detail::registered_memory_facts registered)
+    : ranks_(std::move(ranks)), registered_(registered) {
   const int n = static_cast<int>(ranks_.size());
   for (int r = 0; r < n; ++r) {
     procs_.emplace_back(r);
     memories_.push_back(memory::system(r));
+    memories_.push_back(memory::registered(r));
     const auto& d = ranks_[static_cast<std::size_t>(r)];
     auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const node_info& x) { return x.host == d.host; });
     if (it == nodes_.end()) {
@@ -124,14 +126,19 @@ affinity_tier machine::tier(int a, int b) const {
   return other_node_tier;
 }
 
+bool machine::reaches(int processor_rank, memory m) const {
+  if (m.kind() == memory_kind::system) return same_process(processor_rank, m.owner());
+  // A segment is mapped by its own rank, and with shared segments by the others of its node.
+  return processor_rank == m.owner() || (registered_.shared_on_node && node_of(processor_rank) == node_of(m.owner()));
+}
+
 std::vector<proc_memory_affinity> machine::proc_mem_affinity(std::optional<proc> p, std::optional<memory> m) const {
   std::vector<proc_memory_affinity> out;
   for (const proc& q : procs_) {
     if (p && *p != q) continue;
     for (const memory& mem : memories_) {
       if (m && *m != mem) continue;
-      // A processor loads and stores the memories of its own address space only.
-      if (!same_process(q.rank(), mem.owner())) continue;
+      if (!reaches(q.rank(), mem)) continue;
       const affinity_tier t = tier(q.rank(), mem.owner());
       out.push_back({q, mem, t.bandwidth, t.latency});
     }
@@ -166,6 +173,10 @@ int machine::workers(proc p) const { return rank_at(p.rank()).workers; }
 
 std::uint64_t machine::capacity(memory m) const {
   if (!m.exists()) throw misuse_error("rill::machine::capacity: no memory (a default-constructed handle)");
+  if (m.kind() == memory_kind::registered) {
+    (void)rank_at(m.owner());
+    return registered_.bytes;
+  }
   const node_info& node = nodes_[static_cast<std::size_t>(node_of(m.owner()))];
   return node.memory_bytes / node.ranks.size();
 }

@@ -7,6 +7,7 @@
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/options.hpp"
+#include "common/segment_layout.hpp"
 #include "core/outside_threads.hpp"
 #include "core/rank_core.hpp"
 #include "events/events_module.hpp"
@@ -115,7 +116,9 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   detail::set_fault_handler_names(&detail::handler_name);
   if (!opts.was_given("workers")) cfg.workers = impl_->transport->cores_per_rank();
   // Collective, like the start-up agreement: every rank learns the same description of the machine.
-  const auto machine = detail::build_machine(*impl_->transport, cfg.workers);
+  const auto machine = detail::build_machine(
+      *impl_->transport, cfg.workers,
+      {detail::segment_layout::own_heap_bytes(cfg.segment_bytes, cfg.global_heap_bytes), cfg.shared_segments});
   for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
     impl_->ranks.push_back(std::make_unique<detail::rank_core>(*ep, cfg));
     detail::add_builtin_modules(*impl_->ranks.back(), cfg, machine);

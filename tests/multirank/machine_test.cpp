@@ -43,7 +43,7 @@ void check_view() {
   const rill::machine& m = rill::machine::get();
   const int n = rill::rank_n();
   expect(static_cast<int>(m.processors().size()) == n, "one processor per rank");
-  expect(static_cast<int>(m.memories().size()) == n, "one system memory per rank");
+  expect(static_cast<int>(m.memories().size()) == 2 * n, "a system and a registered memory per rank");
   int ranks_on_nodes = 0;
   for (const auto& node : m.nodes()) {
     expect(node.cores >= 1 && node.pus >= node.cores && node.numa_domains >= 1 && node.memory_bytes > 0,
@@ -63,16 +63,24 @@ void check_view() {
         found = true;
         for (const auto& b : reach) expect(a.bandwidth >= b.bandwidth && a.latency <= b.latency, "own memory not best");
       }
-      // Only memories in the processor's address space are reachable directly.
-      expect(m.same_process(p.rank(), a.m.owner()), "direct access across processes");
+      // System memories of the processor's address space, registered memories of its node.
+      if (a.m.kind() == rill::memory_kind::system)
+        expect(m.same_process(p.rank(), a.m.owner()), "direct access to system memory across processes");
+      else
+        expect(m.node_of(p.rank()) == m.node_of(a.m.owner()), "direct access to a segment across nodes");
     }
     expect(found, "a processor without affinity to its own memory");
     expect(m.proc_mem_affinity(p, own).size() == 1, "restricting to one pair");
+    expect(m.proc_mem_affinity(p, rill::memory::registered(p.rank())).size() == 1, "its own segment out of reach");
+    // What the data layer can hold there: as much as a registered instance can take.
+    expect(m.capacity(rill::memory::registered(p.rank())) > 0, "a registered memory without room");
   }
   // Copies between every pair of memories.
-  expect(static_cast<int>(m.mem_mem_affinity().size()) == n * (n - 1) / 2, "a pair of memories without copies");
+  const int memories = 2 * n;
+  expect(static_cast<int>(m.mem_mem_affinity().size()) == memories * (memories - 1) / 2,
+         "a pair of memories without copies");
   for (rill::memory x : m.memories())
-    expect(static_cast<int>(m.mem_mem_affinity(x).size()) == n - 1, "pairs of one memory");
+    expect(static_cast<int>(m.mem_mem_affinity(x).size()) == memories - 1, "pairs of one memory");
 }
 
 TEST_P(machines, every_rank_sees_the_same_machine_with_local_affinity) {
@@ -99,9 +107,10 @@ TEST_P(machines, every_rank_sees_the_same_machine_with_local_affinity) {
     }
     const rill::machine& m = rill::machine::get();
     if (!under_mpi()) {
-      // The local transport: one process, one node, every memory reachable from every processor.
+      // The local transport: one process, one node, every memory reachable from every processor
+      // (registered ones through shared segments, on by default).
       EXPECT_EQ(m.nodes().size(), 1u);
-      EXPECT_EQ(m.proc_mem_affinity().size(), static_cast<std::size_t>(n) * static_cast<std::size_t>(n));
+      EXPECT_EQ(m.proc_mem_affinity().size(), 2 * static_cast<std::size_t>(n) * static_cast<std::size_t>(n));
     }
     return 0;
   });
