@@ -7,16 +7,20 @@
 // storage starts, its bounds and its fields' places). The source's rank checks fields and points.
 // If it can address the destination's storage -- a rank of the same process, or registered
 // memory of a node neighbour, mapped -- it copies row by row into it itself: one copy, like a
-// local one. Otherwise it splits the points into pieces of at most piece_bytes and sends each as
-// a zero-copy message: straight from the instance when the piece is one field's contiguous
-// range, else packed (its fields one after another, points in index-space order) while the
-// previous piece travels. The destination's rank unpacks each piece into the instance and counts
-// them; the last one triggers the copy's event. Any error before the first byte moves poisons the
+// local one. Otherwise it splits the points into pieces of at most piece_bytes. When the
+// destination's rank maps this rank's segment (a node neighbour's system memory), it packs them
+// (fields one after another, points in index-space order) into room staged there, a window at a
+// time, and the destination's rank unpacks each from the mapped segment (staged_transfer).
+// Otherwise it sends each as a zero-copy message: straight from the instance when the piece is
+// one field's contiguous range, else packed while the previous piece travels. The destination's
+// rank unpacks each piece into the instance and counts them; the last one triggers the copy's
+// event. Any error before the first byte moves poisons the
 // event and writes nothing. A fill runs as one task on the instance's rank.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "data/data_module.hpp"
@@ -203,6 +207,16 @@ poison_ptr failure_of(const transfer& t, const std::string& why) {
   return std::make_shared<const poison_info>(poison_info{why, rank_me(), t.what()});
 }
 
+// At the destination's rank: a piece of the transfer whose event is `done` has been written (or
+// failed, saying why): the last one triggers or poisons the event.
+void count_piece(data_module& here, const transfer& t, std::uint32_t total, event done, const std::string& failure) {
+  switch (here.piece_arrived(done, total, !failure.empty())) {
+    case data_module::copy_outcome::trigger: event_trigger(done); break;
+    case data_module::copy_outcome::poison: event_poison(done, failure_of(t, failure)); break;
+    case data_module::copy_outcome::wait: break;
+  }
+}
+
 // At the destination's rank: one piece of a transfer from rank `from`.
 void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& rects, std::uint32_t total, event done,
                    int from, std::span<const std::byte> bytes) {
@@ -230,11 +244,7 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
   } catch (const misuse_error& e) {
     failure = e.what();
   }
-  switch (here.piece_arrived(done, total, !failure.empty())) {
-    case data_module::copy_outcome::trigger: event_trigger(done); break;
-    case data_module::copy_outcome::poison: event_poison(done, failure_of(t, failure)); break;
-    case data_module::copy_outcome::wait: break;
-  }
+  count_piece(here, t, total, done, failure);
 }
 
 // What the source's rank needs to know of the destination: its fields' sizes and places, its
@@ -249,6 +259,144 @@ struct destination_info {
     ar(fields, space, address, bytes);
   }
 };
+
+// At the source's rank: one piece as a zero-copy message, straight from the instance when it is
+// one field's contiguous range, else packed first.
+void send_piece(const std::shared_ptr<const instance_record>& rec, const std::vector<const field_placement*>& f,
+                instance src, instance dst, const transfer& t, const std::vector<rect<3>>& piece, std::uint32_t total,
+                event done) {
+  const storage from = storage_of(*rec);
+  const std::size_t size = points_in(piece) * bytes_per_point(f);
+  std::shared_ptr<std::vector<std::byte>> packed;
+  const std::byte* bytes = nullptr;
+  if (f.size() == 1 && piece.size() == 1 && contiguous(from, *f[0], piece[0])) {
+    bytes = field_at(from, *f[0], piece[0].lo);  // travels as it lies in the instance
+  } else {
+    packed = std::make_shared<std::vector<std::byte>>(size);
+    const std::uint64_t start = trace::span_begin();
+    pack(from, f, piece, packed->data());
+    end_transfer_span(start, t, size, dst.owner());
+    bytes = packed->data();
+  }
+  const event sent = am::send_zero_copy(
+      dst.owner(),
+      [](instance d, const transfer& tr, const std::vector<rect<3>>& rs, std::uint32_t n, event e, int from_rank,
+         rill::view<std::byte> b) { receive_piece(d, tr, rs, n, e, from_rank, std::span(b.data(), b.size())); },
+      dst, t, piece, total, done, src.owner(), rill::view<std::byte>(bytes, size));
+  // The message reads the piece where it is: keep it (and the source instance) until it is sent.
+  when_triggered(sent, [keep = std::move(packed), hold = rec](const poison_ptr&) {});
+}
+
+// A transfer to a rank that cannot address the destination's storage but maps this rank's
+// segment (a node neighbour's system memory): its pieces are packed into room staged in the
+// segment, a window at a time (data_module::staging_budget), and the destination's rank unpacks
+// each from there and acknowledges it, which frees the room for the next. Each rank makes one
+// copy and the two overlap, where a message would leave both the transport's copy and the
+// unpacking to the destination. A piece that finds no room while none of the transfer's is
+// staged goes as a message instead. Acknowledgements come back to this process and carry the
+// state's address; while pieces are staged the state keeps itself alive (`self`).
+struct staged_transfer {
+  staged_transfer(std::shared_ptr<const instance_record> r, std::vector<const field_placement*> f, instance from,
+                  instance to, const transfer& tr, std::vector<std::vector<rect<3>>> p, event e)
+      : rec(std::move(r)),
+        fields(std::move(f)),
+        src(from),
+        dst(to),
+        t(tr),
+        pieces(std::move(p)),
+        total(static_cast<std::uint32_t>(pieces.size())),
+        done(e),
+        per_point(bytes_per_point(fields)) {}
+
+  std::shared_ptr<const instance_record> rec;
+  std::vector<const field_placement*> fields;
+  instance src, dst;
+  transfer t;
+  std::vector<std::vector<rect<3>>> pieces;
+  std::uint32_t total;
+  event done;
+  std::size_t per_point;
+  std::mutex lock;
+  std::size_t next = 0;                   // the first piece not yet sent, under lock
+  std::size_t in_flight = 0;              // pieces staged and not acknowledged, under lock
+  std::shared_ptr<staged_transfer> self;  // while in_flight > 0, under lock
+};
+
+void read_staged_piece(instance dst, const transfer& t, const std::vector<rect<3>>& rects, std::uint32_t total,
+                       event done, int from, std::uintptr_t at, std::uint64_t bytes, std::uint8_t tag,
+                       std::uintptr_t state);
+
+// Stages (or, without room, sends) pieces until the window is full or none is left.
+void stage_more(const std::shared_ptr<staged_transfer>& s) {
+  data_module& here = data_here(s->t.what());
+  for (;;) {
+    std::size_t i = 0;
+    {
+      std::lock_guard g(s->lock);
+      if (s->next == s->pieces.size()) return;
+      i = s->next;
+    }
+    const std::vector<rect<3>>& piece = s->pieces[i];
+    const std::size_t size = points_in(piece) * s->per_point;
+    const segment::allocation room = here.stage(size);
+    {
+      std::lock_guard g(s->lock);
+      if (s->next != i || (!room.at && s->in_flight > 0)) {
+        // Another thread took this piece, or the window is full: an acknowledgement goes on.
+        if (room.at) here.unstage(room.at, room.tag, size);
+        if (s->next != i) continue;
+        return;
+      }
+      s->next = i + 1;
+      if (room.at && s->in_flight++ == 0) s->self = s;
+    }
+    if (!room.at) {
+      send_piece(s->rec, s->fields, s->src, s->dst, s->t, piece, s->total, s->done);
+      continue;
+    }
+    const std::uint64_t start = trace::span_begin();
+    pack(storage_of(*s->rec), s->fields, piece, static_cast<std::byte*>(room.at));
+    end_transfer_span(start, s->t, size, s->dst.owner());
+    am::send(
+        s->dst.owner(),
+        [](instance d, const transfer& tr, const std::vector<rect<3>>& rs, std::uint32_t n, event e, int from,
+           std::uintptr_t at, std::uint64_t bytes, std::uint8_t tag,
+           std::uintptr_t state) { read_staged_piece(d, tr, rs, n, e, from, at, bytes, tag, state); },
+        s->dst, s->t, piece, s->total, s->done, s->src.owner(), reinterpret_cast<std::uintptr_t>(room.at),
+        static_cast<std::uint64_t>(size), room.tag, reinterpret_cast<std::uintptr_t>(s.get()));
+  }
+}
+
+// At the source's rank: the destination has read a staged piece.
+void staged_piece_read(std::uintptr_t state, std::uintptr_t at, std::uint8_t tag, std::uint64_t bytes) {
+  auto* raw = reinterpret_cast<staged_transfer*>(state);
+  std::shared_ptr<staged_transfer> s;
+  {
+    std::lock_guard g(raw->lock);
+    s = raw->self;  // alive: this piece was in flight
+    if (--raw->in_flight == 0) raw->self.reset();
+  }
+  data_here(s->t.what()).unstage(reinterpret_cast<void*>(at), tag, static_cast<std::size_t>(bytes));
+  stage_more(s);
+}
+
+// At the destination's rank: a piece rank `from` staged in its segment at `at`.
+void read_staged_piece(instance dst, const transfer& t, const std::vector<rect<3>>& rects, std::uint32_t total,
+                       event done, int from, std::uintptr_t at, std::uint64_t bytes, std::uint8_t tag,
+                       std::uintptr_t state) {
+  data_module& here = data_here(t.what());
+  const std::byte* in = nullptr;
+  try {
+    in = here.staged_at(from, at, static_cast<std::size_t>(bytes));
+  } catch (const misuse_error& e) {
+    count_piece(here, t, total, done, e.what());
+  }
+  if (in) receive_piece(dst, t, rects, total, done, from, std::span(in, static_cast<std::size_t>(bytes)));
+  am::send(
+      from,
+      [](std::uintptr_t st, std::uintptr_t a, std::uint8_t tg, std::uint64_t b) { staged_piece_read(st, a, tg, b); },
+      state, at, tag, bytes);
+}
 
 // At the source's rank: checks the whole transfer, then moves it into the destination's storage
 // when this rank can address it, or sends the points piece by piece.
@@ -287,27 +435,11 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     return;
   }
   const auto total = static_cast<std::uint32_t>(pieces.size());
-  for (const std::vector<rect<3>>& piece : pieces) {
-    const std::size_t size = points_in(piece) * per_point;
-    std::shared_ptr<std::vector<std::byte>> packed;
-    const std::byte* bytes = nullptr;
-    if (f.size() == 1 && piece.size() == 1 && contiguous(from, *f[0], piece[0])) {
-      bytes = field_at(from, *f[0], piece[0].lo);  // travels as it lies in the instance
-    } else {
-      packed = std::make_shared<std::vector<std::byte>>(size);
-      const std::uint64_t start = trace::span_begin();
-      pack(from, f, piece, packed->data());
-      end_transfer_span(start, t, size, dst.owner());
-      bytes = packed->data();
-    }
-    const event sent = am::send_zero_copy(
-        dst.owner(),
-        [](instance d, const transfer& tr, const std::vector<rect<3>>& rs, std::uint32_t n, event e, int from_rank,
-           rill::view<std::byte> b) { receive_piece(d, tr, rs, n, e, from_rank, std::span(b.data(), b.size())); },
-        dst, t, piece, total, done, src.owner(), rill::view<std::byte>(bytes, size));
-    // The message reads the piece where it is: keep it (and the source instance) until it is sent.
-    when_triggered(sent, [keep = std::move(packed), hold = rec](const poison_ptr&) {});
+  if (here.maps_my_segment(dst.owner())) {
+    stage_more(std::make_shared<staged_transfer>(rec, f, src, dst, t, pieces, done));
+    return;
   }
+  for (const std::vector<rect<3>>& piece : pieces) send_piece(rec, f, src, dst, t, piece, total, done);
 }
 
 // At the destination's rank, once the transfer's precondition has triggered.

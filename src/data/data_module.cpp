@@ -44,6 +44,38 @@ std::byte* data_module::reachable(instance other, std::uintptr_t address, std::s
   return static_cast<std::byte*>(seg->translate(address));
 }
 
+bool data_module::maps_my_segment(int rank) const {
+  return global_.shares_memory() && rank != rank_ && global_.addressable_segment(rank) != nullptr;
+}
+
+segment::allocation data_module::stage(std::size_t bytes) {
+  {
+    std::lock_guard g(lock_);
+    if (staged_ + bytes > staging_budget) return {nullptr, 0};
+    staged_ += bytes;
+  }
+  const segment::allocation a = global_.memory_segment().allocate(bytes, instance_alignment);
+  if (!a.at) {
+    std::lock_guard g(lock_);
+    staged_ -= bytes;
+  }
+  return a;
+}
+
+void data_module::unstage(void* at, std::uint8_t tag, std::size_t bytes) {
+  global_.memory_segment().deallocate(at, tag);
+  std::lock_guard g(lock_);
+  staged_ -= bytes;
+}
+
+const std::byte* data_module::staged_at(int owner, std::uintptr_t address, std::size_t bytes) const {
+  const segment_view* seg = global_.addressable_segment(owner);
+  if (!seg || seg->check_bounds(address, bytes, 1) != range_fault::none)
+    throw misuse_error(fmt::format("rill::copy: {} bytes staged at {:#x} do not lie in rank {}'s mapped segment", bytes,
+                                   address, owner));
+  return static_cast<const std::byte*>(seg->translate(address));
+}
+
 std::size_t data_module::capacity(memory_kind k) const {
   return k == memory_kind::registered ? registered_capacity_ : system_capacity_;
 }

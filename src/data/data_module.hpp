@@ -57,6 +57,18 @@ class data_module final : public rank_module {
   std::size_t capacity(memory_kind k) const;
   std::size_t used(memory_kind k) const;
 
+  // Staging for copies to a node neighbour's system memory, which this rank cannot address but
+  // which can address this rank's segment: whether `rank` maps it, and room in it for a piece
+  // (at most staging_budget bytes staged at once, so copies never crowd out instances and
+  // rill::new_array; null when there is none now) and its release.
+  static constexpr std::size_t staging_budget = std::size_t{8} << 20;
+  bool maps_my_segment(int rank) const;
+  segment::allocation stage(std::size_t bytes);
+  void unstage(void* at, std::uint8_t tag, std::size_t bytes);
+  // Where this rank reads `bytes` that rank `owner` staged at `address` in its segment; throws
+  // rill::misuse_error when they do not lie in the mapped segment.
+  const std::byte* staged_at(int owner, std::uintptr_t address, std::size_t bytes) const;
+
   // A piece of the copy whose event is `done` (`total` pieces in all) arrived here, written or
   // (failed) not: what to do with the copy's event now. Poisoned once, at the first failure.
   enum class copy_outcome { wait, trigger, poison };
@@ -72,6 +84,7 @@ class data_module final : public rank_module {
   mutable std::mutex lock_;
   std::unordered_map<std::uint64_t, std::shared_ptr<instance_record>> live_;
   std::size_t used_system_ = 0, used_registered_ = 0;
+  std::size_t staged_ = 0;  // under lock_
   struct copy_arrivals {
     std::uint32_t pieces = 0;
     bool failed = false;

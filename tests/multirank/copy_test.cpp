@@ -141,6 +141,43 @@ TEST_P(copies, large_copies_travel_in_pieces) {
   });
 }
 
+// Into a node neighbour's system memory under mpirun, pieces are staged in the source rank's
+// segment a window at a time (src/data/copy.cpp): 10.6 MB is more than one window. With the
+// segment full, pieces that find no room travel as messages instead.
+TEST_P(copies, copies_into_system_memory_of_another_rank_outgrow_the_staging_window) {
+  both_ways(GetParam(), [](bool) {
+    const int last = rill::rank_n() - 1;
+    const rill::index_space<2> big(rill::rect<2>{{0, 0}, {1023, 639}});  // 17 bytes a point
+    const rill::instance src = made(rill::memory::system(0), big, rill::layout::aos());
+    const rill::instance dst = made(rill::memory::system(last), big, rill::layout::soa());
+    reset(dst);
+    write_codes<2>(src, big, 11);
+    rill::copy(src, dst, {key, weight}).wait();
+    expect(wrong_points<2>(dst, big, big, 11) == 0, "a copy larger than the staging window left points wrong");
+
+    // Rank 0's segment taken by instances of 1 MiB, then of 32 KiB, until no more fits.
+    const rill::field_space one_word = rill::field_space{}.add(99, 8);
+    std::vector<rill::instance> filler;
+    for (const rill::coord_t words : {rill::coord_t{1} << 17, rill::coord_t{1} << 12})
+      for (;;) {
+        auto [inst, ready] = rill::instance::create(rill::memory::registered(0), rill::rect<1>{0, words - 1}, one_word);
+        try {
+          ready.wait();
+        } catch (const rill::poisoned_error&) {
+          break;
+        }
+        filler.push_back(inst);
+      }
+    expect(!filler.empty(), "no instance fitted in rank 0's segment");
+    write_codes<2>(src, big, 12);
+    rill::copy(src, dst, {key, weight}).wait();
+    expect(wrong_points<2>(dst, big, big, 12) == 0, "a copy with no room to stage left points wrong");
+    for (rill::instance i : filler) i.destroy().wait();
+    src.destroy().wait();
+    dst.destroy().wait();
+  });
+}
+
 TEST_P(copies, the_source_is_read_after_the_precondition_and_chains_hold) {
   both_ways(GetParam(), [](bool) {
     const int last = rill::rank_n() - 1;
