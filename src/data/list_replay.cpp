@@ -2,12 +2,14 @@
 //
 // Like a copy, a replay starts at the destination's rank once its precondition has triggered:
 // there it checks the destination's field and, unless the list is on the same rank, asks the
-// list's rank, telling it the destination's bounds. The list's rank reads the log's length,
-// checks every entry's point against those bounds before anything is applied, and sends the
-// entries in pieces of at most piece_bytes (zero-copy: they travel as they lie in the log); the
-// destination's rank applies each piece's entries with the operator's apply and triggers the
-// event with the last. The entries' function (the operator, the dimension and the exclusivity)
-// travels as a code offset.
+// list's rank, telling it the destination's bounds and where its field lies. The list's rank
+// reads the log's length and checks every entry's point against those bounds before anything is
+// applied. When it can address the destination's storage (a rank of its process, or registered
+// memory of a node neighbour) it applies the entries there itself, with the operator's atomic
+// apply, as the destination's rank would. Otherwise it sends them in pieces of at most
+// piece_bytes (zero-copy: they travel as they lie in the log); the destination's rank applies
+// each piece's entries and triggers the event with the last. The entries' function (the operator, the dimension and the
+// exclusivity) travels as a code offset.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -105,16 +107,38 @@ void apply_piece(instance dst, const replay& r, std::uint32_t total, event done,
   }
 }
 
-// At the list's rank: checks the whole log against the destination, then sends it in pieces.
-void send_log(instance list, instance dst, const replay& r, const rect<3>& dst_bounds, event done) {
+// What the list's rank needs to know of the destination: its bounds, and where its field and its
+// storage lie on its rank.
+struct replay_target {
+  rect<3> bounds;
+  field_placement field;
+  std::uintptr_t address = 0;
+  std::uint64_t bytes = 0;  // of its storage
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(bounds, field, address, bytes);
+  }
+};
+
+// At the list's rank: checks the whole log against the destination, then applies it there
+// directly when this rank can address it, or sends it in pieces.
+void send_log(instance list, instance dst, const replay& r, const replay_target& to, event done) {
+  data_module& here = data_here(what);
   std::shared_ptr<const instance_record> rec;
   std::span<const std::byte> log;
   try {
-    rec = data_here(what).find(list, what);
+    rec = here.find(list, what);
     log = log_of(*rec, field_of(*rec, r.list_field, static_cast<std::size_t>(r.entry_bytes), "list"));
-    check_entries(r, dst_bounds, log);
+    check_entries(r, to.bounds, log);
   } catch (const misuse_error& e) {
     event_poison(done, failure(e.what()));
+    return;
+  }
+  if (std::byte* there = here.reachable(dst, to.address, static_cast<std::size_t>(to.bytes))) {
+    const std::uint64_t start = trace::span_begin();
+    r.entries()(address_of(storage{there, to.bounds}, to.field), log.data(), log.size() / r.entry_bytes, false);
+    trace::span_end<trace::kind::reduction>(start, 0, log.size(), static_cast<std::uint64_t>(dst.owner()));
+    event_trigger(done);
     return;
   }
   const std::size_t per_piece = std::max<std::size_t>(1, piece_bytes / r.entry_bytes) * r.entry_bytes;
@@ -143,10 +167,11 @@ void start_at_destination(instance list, instance dst, const replay& r, event do
   if (list.owner() != here.id()) {
     am::send(
         list.owner(),
-        [](instance l, instance ds, const replay& rp, const rect<3>& bounds, event e) {
-          rill::spawn([=] { send_log(l, ds, rp, bounds, e); });
+        [](instance l, instance ds, const replay& rp, const replay_target& to, event e) {
+          rill::spawn([=] { send_log(l, ds, rp, to, e); });
         },
-        list, dst, r, d->space.bounds(), done);
+        list, dst, r,
+        replay_target{d->space.bounds(), df, reinterpret_cast<std::uintptr_t>(d->data), d->placement.bytes}, done);
     return;
   }
   const std::shared_ptr<const instance_record> l = here.find(list, what);
