@@ -1,8 +1,8 @@
 // libFuzzer target: arbitrary bytes into the validating buffer decoder and, for every message it
 // accepts, the payload into the argument decoder of a protocol message, chosen by the message's
 // handler id: what the events, reservation, AGAS, one-sided and collective protocols read from
-// another rank (the argument lists of their handlers), index and field spaces, and a plain string
-// and vector.
+// another rank (the argument lists of their handlers), index and field spaces, the shapes copies
+// and replays send between ranks (field placements, rects), and a plain string and vector.
 //
 // Input layout: byte 0 is the rank the buffer is received from; the rest is the buffer. The
 // harness checks the decoder's contract: it visits only after validating the whole buffer (an
@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "data/instance_layout.hpp"
 #include "events/event_table.hpp"
 #include "messages/decoder.hpp"
 #include "messages/wire_format.hpp"
@@ -55,9 +56,12 @@ using collective_values = std::tuple<coll_header, std::vector<long>>;
 using collective_string = std::tuple<coll_header, std::string>;
 using collective_nested = std::tuple<coll_header, std::vector<std::vector<std::int32_t>>>;
 using data_shapes = std::tuple<rill::index_space<2>, rill::field_space>;
+// What a copy's source and a replay's list rank are told of the destination, and a piece's rects.
+using transfer_shapes = std::tuple<std::vector<rill::detail::field_placement>, rill::index_space<3>,
+                                   std::vector<rill::rect<3>>, rill::rect<3>>;
 using plain = std::tuple<std::string, std::vector<int>>;
 
-constexpr std::size_t decoders = 11;
+constexpr std::size_t decoders = 12;
 constexpr std::size_t handler_count = decoders;
 
 void deserialize(std::uint16_t id, const std::byte* p, std::size_t n) {
@@ -72,6 +76,7 @@ void deserialize(std::uint16_t id, const std::byte* p, std::size_t n) {
     case 7: return decode_as<collective_string>(p, n);
     case 8: return decode_as<collective_nested>(p, n);
     case 9: return decode_as<data_shapes>(p, n);
+    case 11: return decode_as<transfer_shapes>(p, n);
     default: return decode_as<plain>(p, n);
   }
 }
