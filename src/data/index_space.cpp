@@ -54,9 +54,23 @@ void append_difference(rect<N> r, const rect<N>& s, std::vector<rect<N>>& out) {
 }
 
 // f(s) for every rect s of a canonical list that overlaps r; no rect of the list is wider than
-// `widest` in dimension N-1, so none starting before r.lo[N-1] - widest reaches r.
+// `widest` in dimension N-1, so none starting before r.lo[N-1] - widest reaches r. Rects that lie
+// on one line along dimension 0 (`bounds` one point wide in every other: a 1-D space, or one
+// padded to 3-D as copies take it) are disjoint intervals in ascending order, their his too: a
+// binary search finds the first reaching r, however wide some are (else a sparse 1-D space
+// padded to 3-D, all its rects at the same coordinate in dimension 2, is scanned whole).
 template <int N, class F>
-void for_each_overlapping(std::span<const rect<N>> rects, coord_t widest, const rect<N>& r, F&& f) {
+void for_each_overlapping(std::span<const rect<N>> rects, coord_t widest, const rect<N>& bounds, const rect<N>& r,
+                          F&& f) {
+  bool line = true;
+  for (int d = 1; d < N; ++d) line = line && bounds.lo[d] == bounds.hi[d];
+  if (line) {
+    auto it =
+        std::lower_bound(rects.begin(), rects.end(), r.lo[0], [](const rect<N>& s, coord_t v) { return s.hi[0] < v; });
+    for (; it != rects.end() && it->lo[0] <= r.hi[0]; ++it)
+      if (it->overlaps(r)) f(*it);
+    return;
+  }
   const coord_t lowest = std::numeric_limits<coord_t>::min();
   const coord_t from = r.lo[N - 1] < lowest + widest ? lowest : r.lo[N - 1] - widest;
   auto it =
@@ -213,7 +227,7 @@ bool index_space<N>::contains(const point<N>& p) const {
     return it != rects_.begin() && std::prev(it)->contains(p);
   } else {
     bool found = false;
-    for_each_overlapping<N>(rects_, widest_, rect<N>(p, p), [&](const rect<N>&) { found = true; });
+    for_each_overlapping<N>(rects_, widest_, bounds_, rect<N>(p, p), [&](const rect<N>&) { found = true; });
     return found;
   }
 }
@@ -222,7 +236,7 @@ template <int N>
 index_space<N> index_space<N>::intersect(const index_space& other) const {
   std::vector<rect<N>> out;
   for (const rect<N>& r : rects_)
-    for_each_overlapping<N>(other.rects_, other.widest_, r,
+    for_each_overlapping<N>(other.rects_, other.widest_, other.bounds_, r,
                             [&](const rect<N>& s) { out.push_back(r.intersection(s)); });
   return canonical(std::move(out));
 }
@@ -233,7 +247,7 @@ index_space<N> index_space<N>::subtract(const index_space& other) const {
   std::vector<rect<N>> out, pieces, next;
   for (const rect<N>& r : rects_) {
     pieces.assign(1, r);
-    for_each_overlapping<N>(other.rects_, other.widest_, r, [&](const rect<N>& s) {
+    for_each_overlapping<N>(other.rects_, other.widest_, other.bounds_, r, [&](const rect<N>& s) {
       next.clear();
       for (const rect<N>& p : pieces) append_difference(p, s, next);
       pieces.swap(next);

@@ -64,23 +64,25 @@ void expect_same(const index_space<N>& s, const model<N>& m) {
   }
 }
 
+// On a `line`, every point has 2 in the dimensions above 0 (the shape of a 1-D space padded to
+// more dimensions, which the set operations search differently).
 template <int N>
-point<N> random_point(std::mt19937_64& rng) {
+point<N> random_point(std::mt19937_64& rng, bool line) {
   std::uniform_int_distribution<rill::coord_t> c(-1, box - 2);
   point<N> p;
-  for (int d = 0; d < N; ++d) p[d] = c(rng);
+  for (int d = 0; d < N; ++d) p[d] = line && d > 0 ? 2 : c(rng);
   return p;
 }
 
 // A random space built the way users build them: from points, from rects, or dense.
 template <int N>
-std::pair<index_space<N>, model<N>> random_space(std::mt19937_64& rng) {
+std::pair<index_space<N>, model<N>> random_space(std::mt19937_64& rng, bool line) {
   model<N> m;
   switch (rng() % 3) {
     case 0: {
       std::vector<point<N>> pts;
       const std::size_t n = rng() % 60;
-      for (std::size_t i = 0; i < n; ++i) pts.push_back(random_point<N>(rng));
+      for (std::size_t i = 0; i < n; ++i) pts.push_back(random_point<N>(rng, line));
       for (const auto& p : pts) m.insert(p.x);
       return {index_space<N>::from_points(pts), m};
     }
@@ -88,7 +90,7 @@ std::pair<index_space<N>, model<N>> random_space(std::mt19937_64& rng) {
       std::vector<rect<N>> rs;
       const std::size_t n = rng() % 6;
       for (std::size_t i = 0; i < n; ++i) {
-        point<N> a = random_point<N>(rng), b = random_point<N>(rng);
+        point<N> a = random_point<N>(rng, line), b = random_point<N>(rng, line);
         rect<N> r;
         for (int d = 0; d < N; ++d) r.lo[d] = std::min(a[d], b[d]), r.hi[d] = std::max(a[d], b[d]);
         rs.push_back(r);
@@ -98,7 +100,7 @@ std::pair<index_space<N>, model<N>> random_space(std::mt19937_64& rng) {
       return {s, m};
     }
     default: {
-      const point<N> a = random_point<N>(rng), b = random_point<N>(rng);
+      const point<N> a = random_point<N>(rng, line), b = random_point<N>(rng, line);
       const rect<N> r(a, b);  // empty unless a <= b in every dimension
       index_space<N> s(r);
       if (!r.empty()) index_space<N>(r).for_each_point([&](const point<N>& p) { m.insert(p.x); });
@@ -107,13 +109,14 @@ std::pair<index_space<N>, model<N>> random_space(std::mt19937_64& rng) {
   }
 }
 
+// a and b on lines or anywhere in the box, as `lines` says (bit 0: a, bit 1: b).
 template <int N>
-void check_set_operations(std::uint64_t seed) {
+void check_set_operations(std::uint64_t seed, unsigned lines = 0) {
   std::mt19937_64 rng(seed);
   for (int round = 0; round < 300; ++round) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed << " round " << round);
-    const auto [a, ma] = random_space<N>(rng);
-    const auto [b, mb] = random_space<N>(rng);
+    const auto [a, ma] = random_space<N>(rng, (lines & 1) != 0);
+    const auto [b, mb] = random_space<N>(rng, (lines & 2) != 0);
     expect_same<N>(a, ma);
     model<N> u = ma, i, d;
     u.insert(mb.begin(), mb.end());
@@ -130,6 +133,12 @@ void check_set_operations(std::uint64_t seed) {
 TEST(IndexSpace, SetOperationsMatchTheModel1D) { check_set_operations<1>(1); }
 TEST(IndexSpace, SetOperationsMatchTheModel2D) { check_set_operations<2>(2); }
 TEST(IndexSpace, SetOperationsMatchTheModel3D) { check_set_operations<3>(3); }
+TEST(IndexSpace, SetOperationsOnLinesMatchTheModel) {
+  for (unsigned lines = 1; lines <= 3; ++lines) {
+    check_set_operations<2>(4 + lines, lines);
+    check_set_operations<3>(8 + lines, lines);
+  }
+}
 
 TEST(IndexSpace, RectBasics) {
   const rect<2> r{{0, 0}, {3, 4}};
