@@ -81,7 +81,8 @@ using entries_fn = std::size_t (*)(const field_address& dst, const std::byte* en
 event replay_padded(instance list, field_id list_f, std::size_t entry_bytes, instance dst, field_id dst_f,
                     std::size_t dst_bytes, int dims, entries_fn fn, event after);
 
-template <class Op, int N, bool Exclusive>
+// ToLhs: each entry applied to an element; else folded into a right-hand side (a fold instance).
+template <class Op, int N, bool Exclusive, bool ToLhs>
 std::size_t replay_entries(const field_address& dst, const std::byte* entries, std::size_t count, bool check_only) {
   for (std::size_t i = 0; i < count; ++i) {
     list_entry<Op, N> e;
@@ -94,7 +95,10 @@ std::size_t replay_entries(const field_address& dst, const std::byte* entries, s
     }
     std::byte* at = dst.at_lo;
     for (int d = 0; d < 3; ++d) at += (q[d] - dst.bounds.lo[d]) * dst.strides[static_cast<std::size_t>(d)];
-    Op::template apply<Exclusive>(*reinterpret_cast<typename Op::lhs*>(at), e.value);
+    if constexpr (ToLhs)
+      Op::template apply<Exclusive>(*reinterpret_cast<typename Op::lhs*>(at), e.value);
+    else
+      Op::template fold<Exclusive>(*reinterpret_cast<typename Op::rhs*>(at), e.value);
   }
   return count;
 }
@@ -138,9 +142,20 @@ class list_reducer {
 template <bulk_reduction_op Op, int N>
 event replay_into(instance list, field_id list_f, instance dst, field_id dst_f, event after = event::none(),
                   bool exclusive = false) {
-  return detail::replay_padded(list, list_f, sizeof(list_entry<Op, N>), dst, dst_f, sizeof(typename Op::lhs), N,
-                               exclusive ? &detail::replay_entries<Op, N, true> : &detail::replay_entries<Op, N, false>,
-                               after);
+  return detail::replay_padded(
+      list, list_f, sizeof(list_entry<Op, N>), dst, dst_f, sizeof(typename Op::lhs), N,
+      exclusive ? &detail::replay_entries<Op, N, true, true> : &detail::replay_entries<Op, N, false, true>, after);
+}
+
+// The same into a reduction instance (field dst_f holds Op::rhs, as a fold instance's does): for
+// each entry, dst[at] = fold(dst[at], value). A list folded into a fold instance that is then
+// reduced (hierarchical reductions) gives what replaying it into the destination would.
+template <bulk_reduction_op Op, int N>
+event replay_fold_into(instance list, field_id list_f, instance dst, field_id dst_f, event after = event::none(),
+                       bool exclusive = false) {
+  return detail::replay_padded(
+      list, list_f, sizeof(list_entry<Op, N>), dst, dst_f, sizeof(typename Op::rhs), N,
+      exclusive ? &detail::replay_entries<Op, N, true, false> : &detail::replay_entries<Op, N, false, false>, after);
 }
 
 // A fold instance: field f holds an Op::rhs per point of `space`, each the identity once the

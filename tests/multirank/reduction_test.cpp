@@ -198,6 +198,56 @@ TEST_P(reductions, a_fold_that_is_not_the_apply) {
   });
 }
 
+// Lists from every rank folded into one fold instance (with fold, which for exponents
+// multiplies), which is then applied to the bases: hierarchical, list into fold into an instance.
+TEST_P(reductions, lists_fold_into_a_fold_instance_that_then_reduces) {
+  both_ways(GetParam(), [](bool) {
+    const int n = rill::rank_n(), last = n - 1;
+    auto [exps, e_ready] =
+        rill::create_fold_instance<power>(rill::memory::system(last), rill::rect<1>{0, buckets - 1}, partial);
+    std::vector<rill::instance> logs;
+    std::vector<rill::event> folded;
+    for (int r = 0; r < n; ++r) {
+      auto [log, ready] = rill::create_list_instance<power, 1>(rill::memory::system(r), 2 * buckets, partial);
+      logs.push_back(log);
+      const rill::event logged = rill::proc(r).spawn(
+          rill::after(ready),
+          [](rill::instance l) {
+            const rill::list_reducer<power, 1> log_it(l, partial);
+            const std::uint64_t e = 2 + static_cast<std::uint64_t>(rill::rank_me() % 2);
+            for (rill::coord_t b = 0; b < buckets; ++b) {
+              log_it({b}, e);
+              log_it({b}, e);
+            }
+          },
+          log);
+      folded.push_back(rill::replay_fold_into<power, 1>(log, partial, exps, partial, rill::merge(logged, e_ready)));
+    }
+    auto [bases, ready] = rill::instance::create(rill::memory::registered(0), rill::rect<1>{0, buckets - 1},
+                                                 rill::field_space{}.add(total, sizeof(std::uint64_t)));
+    ready.wait();
+    rill::rpc(
+        0,
+        [](rill::instance i) {
+          rill::accessor<std::uint64_t, 1> a(i, total);
+          for (rill::coord_t b = 0; b < buckets; ++b) a[{b}] = static_cast<std::uint64_t>(3 + b);
+        },
+        bases)
+        .get();
+    rill::reduce_into<power>(exps, partial, bases, total, rill::merge(folded)).wait();
+    std::uint64_t exponent = 1;
+    for (int r = 0; r < n; ++r)
+      exponent *= (2 + static_cast<std::uint64_t>(r % 2)) * (2 + static_cast<std::uint64_t>(r % 2));
+    std::vector<std::uint64_t> model;
+    for (rill::coord_t b = 0; b < buckets; ++b)
+      model.push_back(power::raise(static_cast<std::uint64_t>(3 + b), exponent));
+    expect(read_field<std::uint64_t>(bases, total) == model, "lists folded into a fold instance reduced wrong");
+    for (rill::instance l : logs) l.destroy().wait();
+    exps.destroy().wait();
+    bases.destroy().wait();
+  });
+}
+
 TEST_P(reductions, sizes_that_do_not_fit_the_operator_are_refused_whole) {
   both_ways(GetParam(), [](bool) {
     const int last = rill::rank_n() - 1;
