@@ -1,11 +1,7 @@
 // Deferred copies and fills of instances (rill/copy.hpp).
 //
 // A copy starts at the destination's rank, once its precondition has triggered: there it looks up
-// the destination. When the source is on the same rank it copies row by row and is done. When the
-// source is a node neighbour's registered instance this rank has been told of (the source's rank
-// tells a destination that maps its segment, at their first copy), it reads it in place through
-// the mapping, row by row, without the source's rank -- whose worker may be busy -- after checking
-// the instance's header still names it.
+// the destination. When the source is on the same rank it copies row by row and is done.
 // Otherwise it asks the source's rank, sending what the source needs to check the copy whole
 // before a byte moves (the destination's field sizes and index space) and to reach it (where its
 // storage starts, its bounds and its fields' places). The source's rank checks fields and points.
@@ -43,7 +39,6 @@ namespace {
 // The most one message of a copy carries: large enough that a message's own cost vanishes
 // against its bytes, small enough that packing the next piece overlaps sending this one.
 constexpr std::size_t piece_bytes = std::size_t{1} << 20;
-constexpr const char* info_what = "rill::copy";
 
 // What a copy or reduction moves, as its messages carry it: fields of the source to fields of
 // the destination, at the points of `over` (or of the source's whole space), combined how.
@@ -70,23 +65,17 @@ void end_transfer_span(std::uint64_t start, const transfer& t, std::size_t bytes
     trace::span_end<trace::kind::copy>(start, 0, bytes, static_cast<std::uint64_t>(peer));
 }
 
-std::vector<const field_placement*> placements(const instance_layout& layout, instance inst,
-                                               const std::vector<field_id>& fields, const char* role,
-                                               const transfer& t) {
+std::vector<const field_placement*> placements(const instance_record& rec, const std::vector<field_id>& fields,
+                                               const char* role, const transfer& t) {
   std::vector<const field_placement*> out;
   for (field_id f : fields) {
-    const field_placement* p = layout.find(f);
+    const field_placement* p = rec.placement.find(f);
     if (!p)
-      throw misuse_error(
-          fmt::format("{}: the {} instance {:#x} has no field {}; nothing was written", t.what(), role, inst.id(), f));
+      throw misuse_error(fmt::format("{}: the {} instance {:#x} has no field {}; nothing was written", t.what(), role,
+                                     rec.handle.id(), f));
     out.push_back(p);
   }
   return out;
-}
-
-std::vector<const field_placement*> placements(const instance_record& rec, const std::vector<field_id>& fields,
-                                               const char* role, const transfer& t) {
-  return placements(rec.placement, rec.handle, fields, role, t);
 }
 
 void check_sizes(const transfer& t, const std::vector<std::uint64_t>& src, const std::vector<std::uint64_t>& dst) {
@@ -429,13 +418,6 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     event_poison(done, failure_of(t, e.what()));
     return;
   }
-  // A destination on a node neighbour that maps this segment reads the next copies out of this
-  // registered instance itself: tell it, once, where the instance lies.
-  if (here.first_time_for(*rec, dst.owner()))
-    am::send(
-        dst.owner(), [](instance s, const source_info& info) { data_here(info_what).remember_source(s, info); }, src,
-        source_info{rec->space, rec->placement.fields, reinterpret_cast<std::uintptr_t>(rec->data),
-                    rec->placement.bytes});
   const storage from = storage_of(*rec);
   if (std::byte* there = here.reachable(dst, to.address, static_cast<std::size_t>(to.bytes))) {
     std::vector<const field_placement*> to_f;
@@ -460,34 +442,12 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
   for (const std::vector<rect<3>>& piece : pieces) send_piece(rec, f, src, dst, t, piece, total, done);
 }
 
-// At the destination's rank: the whole transfer read straight out of a node neighbour's registered
-// instance, through the mapped segment (the source's rank told this rank where it lies).
-void pull_from_source(instance src, instance dst, const transfer& t, const source_info& from, const std::byte* there,
-                      const instance_record& d, const std::vector<const field_placement*>& df, event done) {
-  const instance_layout layout{from.fields, static_cast<std::size_t>(from.bytes)};
-  const std::vector<const field_placement*> sf = placements(layout, src, t.src_fields, "source", t);
-  check_sizes(t, sizes_of(sf), sizes_of(df));
-  const index_space<3>& domain = t.whole ? from.space : t.over;
-  check_inside(domain, from.space, "source", src, t);
-  check_inside(domain, d.space, "destination", dst, t);
-  const std::uint64_t start = trace::span_begin();
-  const std::size_t moved = move_domain(t.combine(), storage_of(d), df,
-                                        storage{const_cast<std::byte*>(there), from.space.bounds()}, sf, domain);
-  end_transfer_span(start, t, moved, src.owner());
-  event_trigger(done);
-}
-
 // At the destination's rank, once the transfer's precondition has triggered.
 void start_at_destination(instance src, instance dst, const transfer& t, event done) {
   data_module& here = data_here(t.what());
   const std::shared_ptr<const instance_record> d = here.find(dst, t.what());
   const std::vector<const field_placement*> df = placements(*d, t.dst_fields, "destination", t);
   if (src.owner() != here.id()) {
-    if (const std::shared_ptr<const source_info> known = here.known_source(src))
-      if (const std::byte* there = here.readable(src, *known)) {
-        pull_from_source(src, dst, t, *known, there, *d, df, done);
-        return;
-      }
     destination_info to{{}, d->space, reinterpret_cast<std::uintptr_t>(d->data), d->placement.bytes};
     for (const field_placement* p : df) to.fields.push_back(*p);
     am::send(

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
-#include <climits>
 #include <new>
 
 #include "rill/error.hpp"
@@ -18,11 +16,9 @@ const char* name_of(memory_kind k) { return k == memory_kind::registered ? "regi
 
 instance_record::~instance_record() {
   if (!data) return;
-  if (in_segment) {
-    std::byte* header = data - header_bytes;
-    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(header)).store(0, std::memory_order_release);
-    in_segment->deallocate(header, segment_tag);
-  } else
+  if (in_segment)
+    in_segment->deallocate(data, segment_tag);
+  else
     ::operator delete (data, std::align_val_t{instance_alignment});
 }
 
@@ -72,36 +68,6 @@ void data_module::unstage(void* at, std::uint8_t tag, std::size_t bytes) {
   staged_ -= bytes;
 }
 
-bool data_module::first_time_for(const instance_record& rec, int reader) {
-  if (!rec.in_segment || !maps_my_segment(reader)) return false;
-  std::lock_guard g(lock_);
-  return told_.emplace(rec.handle.id(), reader).second;
-}
-
-void data_module::remember_source(instance src, source_info info) {
-  std::lock_guard g(lock_);
-  if (known_.size() >= max_known_sources) known_.clear();
-  known_[src.id()] = std::make_shared<const source_info>(std::move(info));
-}
-
-std::shared_ptr<const source_info> data_module::known_source(instance src) const {
-  std::lock_guard g(lock_);
-  const auto it = known_.find(src.id());
-  return it == known_.end() ? nullptr : it->second;
-}
-
-const std::byte* data_module::readable(instance src, const source_info& info) const {
-  if (!global_.shares_memory() || info.address < instance_record::header_bytes) return nullptr;
-  const segment_view* seg = global_.addressable_segment(src.owner());
-  const std::uintptr_t header = info.address - instance_record::header_bytes;
-  if (!seg || seg->check_bounds(header, instance_record::header_bytes + info.bytes, 1) != range_fault::none)
-    return nullptr;
-  auto* at = static_cast<std::byte*>(seg->translate(header));
-  if (std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at)).load(std::memory_order_acquire) != src.id())
-    return nullptr;
-  return at + instance_record::header_bytes;
-}
-
 const std::byte* data_module::staged_at(int owner, std::uintptr_t address, std::size_t bytes) const {
   const segment_view* seg = global_.addressable_segment(owner);
   if (!seg || seg->check_bounds(address, bytes, 1) != range_fault::none)
@@ -139,11 +105,9 @@ void data_module::create(instance handle, const index_space<3>& space, const fie
   if (bytes > cap - std::min(cap, used)) refuse("");
   if (bytes > 0) {
     if (kind == memory_kind::registered) {
-      const segment::allocation a =
-          global_.memory_segment().allocate(instance_record::header_bytes + bytes, instance_alignment);
+      const segment::allocation a = global_.memory_segment().allocate(bytes, instance_alignment);
       if (!a.at) refuse(" (what is free of the segment is fragmented or taken by global pointers: --rill:segment)");
-      std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(a.at)).store(handle.id(), std::memory_order_release);
-      rec->data = static_cast<std::byte*>(a.at) + instance_record::header_bytes;
+      rec->data = static_cast<std::byte*>(a.at);
       rec->segment_tag = a.tag;
       rec->in_segment = &global_.memory_segment();
     } else {
@@ -168,7 +132,6 @@ void data_module::destroy(instance handle) {
     gone = std::move(it->second);
     live_.erase(it);
     (handle.location().kind() == memory_kind::registered ? used_registered_ : used_system_) -= gone->placement.bytes;
-    told_.erase(told_.lower_bound({handle.id(), INT_MIN}), told_.lower_bound({handle.id() + 1, INT_MIN}));
   }
 }
 

@@ -6,10 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <unordered_map>
-#include <utility>
-#include <vector>
 
 #include "data/instance_layout.hpp"
 #include "global/global_module.hpp"
@@ -24,32 +21,14 @@ namespace rill::detail {
 // still holds it (a copy running when the destroy's precondition let it through too early) never
 // writes freed memory.
 struct instance_record {
-  // Registered memory: the allocation starts with this header, the storage follows. It holds the
-  // instance's id while the instance lives, so that a node neighbour reading the storage through
-  // the mapped segment (data_module::readable) can tell that it still reads this instance.
-  static constexpr std::size_t header_bytes = instance_alignment;
-
   instance handle;
   index_space<3> space;  // padded to 3 dimensions (rill::padded_to_3d)
   field_space fields;
   instance_layout placement;
   std::byte* data = nullptr;
   std::uint8_t segment_tag = 0;   // registered memory: the allocation's generation
-  segment* in_segment = nullptr;  // registered memory: where to free it (data - header_bytes)
+  segment* in_segment = nullptr;  // registered memory: where to free it
   ~instance_record();
-};
-
-// What a node neighbour needs to read a registered instance straight from the mapped segment:
-// its index space, its fields' places, and where its storage lies in the owner's addresses.
-struct source_info {
-  index_space<3> space;
-  std::vector<field_placement> fields;
-  std::uintptr_t address = 0;
-  std::uint64_t bytes = 0;
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(space, fields, address, bytes);
-  }
 };
 
 class data_module final : public rank_module {
@@ -86,15 +65,6 @@ class data_module final : public rank_module {
   bool maps_my_segment(int rank) const;
   segment::allocation stage(std::size_t bytes);
   void unstage(void* at, std::uint8_t tag, std::size_t bytes);
-  // Reading node neighbours' registered instances in place. At the instance's rank: whether rank
-  // `reader` maps this segment and has not been told of `rec` yet (then it is told, once). At the
-  // reader: what it was told (null: nothing), and where it reads the instance's storage now --
-  // null unless the mapped segment holds it and its header still names it (not destroyed).
-  bool first_time_for(const instance_record& rec, int reader);
-  void remember_source(instance src, source_info info);
-  std::shared_ptr<const source_info> known_source(instance src) const;
-  const std::byte* readable(instance src, const source_info& info) const;
-
   // Where this rank reads `bytes` that rank `owner` staged at `address` in its segment; throws
   // rill::misuse_error when they do not lie in the mapped segment.
   const std::byte* staged_at(int owner, std::uintptr_t address, std::size_t bytes) const;
@@ -114,12 +84,7 @@ class data_module final : public rank_module {
   mutable std::mutex lock_;
   std::unordered_map<std::uint64_t, std::shared_ptr<instance_record>> live_;
   std::size_t used_system_ = 0, used_registered_ = 0;
-  std::size_t staged_ = 0;                        // under lock_
-  std::set<std::pair<std::uint64_t, int>> told_;  // (instance id, reader): told of a local instance
-  // Told of by node neighbours, by instance id; forgotten whole past max_known_sources (ids are
-  // never reused, so an entry only goes stale, and readable() catches that).
-  static constexpr std::size_t max_known_sources = 4096;
-  std::unordered_map<std::uint64_t, std::shared_ptr<const source_info>> known_;
+  std::size_t staged_ = 0;  // under lock_
   struct copy_arrivals {
     std::uint32_t pieces = 0;
     bool failed = false;

@@ -178,36 +178,6 @@ TEST_P(copies, copies_into_system_memory_of_another_rank_outgrow_the_staging_win
   });
 }
 
-// A destination that read a node neighbour's registered source in place must not read it once it
-// is destroyed, even where its storage is taken again: the copy names the destroyed instance.
-TEST_P(copies, a_destroyed_source_is_named_even_after_reads_in_place) {
-  both_ways(GetParam(), [](bool) {
-    const int last = rill::rank_n() - 1;
-    const rill::index_space<1> line(rill::rect<1>{0, 99});
-    const rill::instance src = made(rill::memory::registered(0), line, rill::layout::soa());
-    const rill::instance dst = made(rill::memory::system(last), line, rill::layout::soa());
-    reset(dst);
-    write_codes<1>(src, line, 21);
-    rill::copy(src, dst, {key, weight}).wait();  // the first tells the destination where src lies
-    write_codes<1>(src, line, 22);
-    rill::copy(src, dst, {key, weight}).wait();  // the second may read it in place
-    expect(wrong_points<1>(dst, line, line, 22) == 0, "a second copy from the same source left points wrong");
-    src.destroy().wait();
-    const rill::instance reuse = made(rill::memory::registered(0), line, rill::layout::soa());  // may take its room
-    write_codes<1>(reuse, line, 23);
-    std::string why = "no error";
-    try {
-      rill::copy(src, dst, {key, weight}).wait();
-    } catch (const rill::poisoned_error& e) {
-      why = e.what();
-    }
-    expect(why.find("does not exist") != std::string::npos, "a copy from a destroyed source said: " + why);
-    expect(wrong_points<1>(dst, line, line, 22) == 0, "a copy from a destroyed source wrote into its destination");
-    reuse.destroy().wait();
-    dst.destroy().wait();
-  });
-}
-
 TEST_P(copies, the_source_is_read_after_the_precondition_and_chains_hold) {
   both_ways(GetParam(), [](bool) {
     const int last = rill::rank_n() - 1;
