@@ -7,17 +7,24 @@
 // reduction's completion):
 //   fold instance      each rank folds into a fold instance of its own (system memory, atomic
 //                      folds, no lock), then reduce_into the histogram (rill/reduction.hpp)
+//   ... per task       each task folds into an instance of its own with plain adds (exclusive);
+//                      a rank's instances are folded together (fold_into), then reduced as above:
+//                      per-worker pieces against atomics, reported against the shared instance
 //   list instance      each rank logs its reductions in a list instance (atomic length, no lock),
 //                      then replay_into the histogram: only what was reduced moves
 //   single reductions  each reduction one active message to rank 0, applied there (R / 16 each)
+//   single read/write  each task acquires a reservation on the histogram, then reads and writes
+//                      back one bucket per reduction (rget/rput: loads and stores where rank 0's
+//                      segment is mapped, messages otherwise), then releases it (R / 16 each)
+//   localized instance each task, deferred end to end: acquire the reservation, copy the
+//                      histogram into an instance in its own system memory, reduce there with plain
+//                      adds, copy it back, release -- serial across tasks and ranks
 // Peers in the same processes: MPI_Accumulate(MPI_SUM) of one long per reduction into a window on
 // rank 0 under MPI_Win_lock_all, flushed every 1024 (R / 16 each), and -- the machine's limit for
 // one rank -- a plain loop adding into a private std::vector<long> over the same buckets
 // (`plain loop`, rank 0, one thread, T x R reductions).
 // Every way's histogram is checked: its buckets sum to the reductions made. Realm's reducetest
 // did ~8 M reductions/s on this machine kind (shared/anchors.md), printed as `reference`.
-// The five ways of the paper also include reductions under a reservation (single read/write and
-// a localized instance): not measured here yet.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -67,6 +74,10 @@ long sum_of(rill::instance hist, rill::coord_t buckets) {
       .get();
 }
 
+// Sends the spawns just issued to other ranks now: this rank's worker is about to run its own
+// long task, and buffered messages leave only at its next progress point (docs/scheduler.md).
+void issued() { rill::am::flush(); }
+
 rill::instance fresh_histogram(rill::coord_t buckets) {
   auto [h, ready] = rill::instance::create(rill::memory::registered(0), rill::rect<1>{0, buckets - 1},
                                            rill::field_space{}.add(bucket_field, sizeof(long)));
@@ -75,36 +86,52 @@ rill::instance fresh_histogram(rill::coord_t buckets) {
 }
 
 // Reductions per second of the fold-instance way; `checked` gets whether the histogram adds up.
-double rill_fold(const shape& s, int tasks, bool& checked) {
+// Shared: the tasks of a rank fold into one instance with atomic adds. Per task: each task folds
+// into an instance of its own with plain adds (exclusive), and the rank's instances are folded
+// into its first (fold_into) before that one is reduced into the histogram.
+double rill_fold(const shape& s, int tasks, bool per_task_pieces, bool& checked) {
   const int n = rill::rank_n();
+  const int pieces = per_task_pieces ? tasks : 1;
   const rill::instance hist = fresh_histogram(s.buckets);
-  std::vector<rill::instance> parts;
+  std::vector<rill::instance> parts;  // rank r's pieces at r * pieces ...
   std::vector<rill::event> ready;
-  for (int r = 0; r < n; ++r) {
-    auto [p, e] =
-        rill::create_fold_instance<add>(rill::memory::system(r), rill::rect<1>{0, s.buckets - 1}, bucket_field);
-    parts.push_back(p);
-    ready.push_back(e);
-  }
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < pieces; ++k) {
+      auto [p, e] =
+          rill::create_fold_instance<add>(rill::memory::system(r), rill::rect<1>{0, s.buckets - 1}, bucket_field);
+      parts.push_back(p);
+      ready.push_back(e);
+    }
   rill::merge(ready).wait();
   const auto t0 = bench::clock::now();
   std::vector<rill::event> done;
   for (int r = 0; r < n; ++r) {
+    const auto first = parts.begin() + static_cast<std::ptrdiff_t>(r) * pieces;
+    const std::vector<rill::instance> mine(first, first + pieces);
     const rill::event folded = rill::proc(r).spawn(
-        [](rill::instance p, int t_count, long per_task, rill::coord_t buckets) {
+        [](std::vector<rill::instance> p, int t_count, long per_task, rill::coord_t buckets) {
           rill::finish([&] {
             for (int t = 0; t < t_count; ++t)
               rill::async([=] {
-                const rill::reducer<add, 1> fold(p, bucket_field);
                 const int me = rill::rank_me();
-                for (long i = 0; i < per_task; ++i) fold({bucket_of(me, t, i, buckets)}, 1);
+                if (p.size() == 1) {
+                  const rill::reducer<add, 1> fold(p[0], bucket_field);
+                  for (long i = 0; i < per_task; ++i) fold({bucket_of(me, t, i, buckets)}, 1);
+                } else {
+                  const rill::reducer<add, 1, true> fold(p[static_cast<std::size_t>(t)], bucket_field);
+                  for (long i = 0; i < per_task; ++i) fold({bucket_of(me, t, i, buckets)}, 1);
+                }
               });
           });
         },
-        parts[static_cast<std::size_t>(r)], tasks, s.per_task, s.buckets);
-    done.push_back(
-        rill::reduce_into<add>(parts[static_cast<std::size_t>(r)], bucket_field, hist, bucket_field, folded));
+        mine, tasks, s.per_task, s.buckets);
+    std::vector<rill::event> gathered{folded};
+    for (int k = 1; k < pieces; ++k)
+      gathered.push_back(
+          rill::fold_into<add>(mine[static_cast<std::size_t>(k)], bucket_field, mine[0], bucket_field, folded));
+    done.push_back(rill::reduce_into<add>(mine[0], bucket_field, hist, bucket_field, rill::merge(gathered)));
   }
+  issued();
   rill::merge(done).wait();
   const double rate = static_cast<double>(n) * tasks * static_cast<double>(s.per_task) / bench::seconds_since(t0);
   checked = sum_of(hist, s.buckets) == static_cast<long>(n) * tasks * s.per_task;
@@ -144,6 +171,7 @@ double rill_list(const shape& s, int tasks, bool& checked) {
         log, tasks, s.per_task, s.buckets);
     done.push_back(rill::replay_into<add, 1>(log, bucket_field, hist, bucket_field, logged));
   }
+  issued();
   rill::merge(done).wait();
   const double rate = static_cast<double>(n) * tasks * static_cast<double>(s.per_task) / bench::seconds_since(t0);
   checked = sum_of(hist, s.buckets) == static_cast<long>(n) * tasks * s.per_task;
@@ -192,6 +220,92 @@ double rill_single(const shape& s, int tasks, long per_task, bool& checked) {
   return rate;
 }
 
+// The histogram's first bucket as a global pointer: rank 0's registered memory is in its segment.
+rill::global_ptr<long> histogram_base(rill::instance hist) {
+  return rill::rpc(
+             0,
+             [](rill::instance h) { return rill::global_ptr<long>(0, &rill::accessor<long, 1>(h, bucket_field)[{0}]); },
+             hist)
+      .get();
+}
+
+// Reductions per second of the single read/write way: a read and a write of one bucket per
+// reduction, under a reservation each task holds for all of its reductions.
+double rill_read_write(const shape& s, int tasks, long per_task, bool& checked) {
+  const int n = rill::rank_n();
+  const rill::instance hist = fresh_histogram(s.buckets);
+  const rill::global_ptr<long> base = histogram_base(hist);
+  const rill::reservation lock = rill::reservation::create();
+  const auto t0 = bench::clock::now();
+  std::vector<rill::event> done;
+  for (int r = 0; r < n; ++r)
+    done.push_back(rill::proc(r).spawn(
+        [](rill::reservation res, rill::global_ptr<long> h, int t_count, long count, rill::coord_t buckets) {
+          rill::finish([&] {
+            for (int t = 0; t < t_count; ++t)
+              rill::async([=] {
+                res.acquire().wait();
+                const int me = rill::rank_me();
+                for (long i = 0; i < count; ++i) {
+                  const rill::global_ptr<long> b = h + bucket_of(me, t, i, buckets);
+                  rill::rput(rill::rget(b).get() + 1, b).wait();
+                }
+                res.release();
+              });
+          });
+        },
+        lock, base, tasks, per_task, s.buckets));
+  issued();
+  rill::merge(done).wait();
+  const double rate = static_cast<double>(n) * tasks * static_cast<double>(per_task) / bench::seconds_since(t0);
+  checked = sum_of(hist, s.buckets) == static_cast<long>(n) * tasks * per_task;
+  lock.destroy();
+  hist.destroy().wait();
+  return rate;
+}
+
+// Reductions per second of the localized-instance way: each task's chain of acquire, copy in,
+// reductions, copy out and release is issued at once, as events.
+double rill_localized(const shape& s, int tasks, bool& checked) {
+  const int n = rill::rank_n();
+  const rill::instance hist = fresh_histogram(s.buckets);
+  const rill::reservation lock = rill::reservation::create();
+  const auto t0 = bench::clock::now();
+  std::vector<rill::event> done;
+  for (int r = 0; r < n; ++r)
+    done.push_back(rill::proc(r).spawn(
+        [](rill::reservation res, rill::instance h, int t_count, long per_task, rill::coord_t buckets) {
+          const int me = rill::rank_me();
+          std::vector<rill::event> chains;
+          for (int t = 0; t < t_count; ++t) {
+            const rill::event granted = res.acquire();
+            auto [local, ready] = rill::instance::create(rill::memory::system(me), rill::rect<1>{0, buckets - 1},
+                                                         rill::field_space{}.add(bucket_field, sizeof(long)));
+            const rill::event in = rill::copy(h, local, {bucket_field}, rill::merge(granted, ready));
+            const rill::event reduced = rill::proc::here().spawn(
+                rill::after(in),
+                [](rill::instance l, int task, long count, rill::coord_t b_count) {
+                  const rill::accessor<long, 1> a(l, bucket_field);
+                  const int rank = rill::rank_me();
+                  for (long i = 0; i < count; ++i) ++a[{bucket_of(rank, task, i, b_count)}];
+                },
+                local, t, per_task, buckets);
+            const rill::event out = rill::copy(local, h, {bucket_field}, reduced);
+            res.release(out);
+            chains.push_back(local.destroy(out));
+          }
+          rill::merge(chains).wait();
+        },
+        lock, hist, tasks, s.per_task, s.buckets));
+  issued();
+  rill::merge(done).wait();
+  const double rate = static_cast<double>(n) * tasks * static_cast<double>(s.per_task) / bench::seconds_since(t0);
+  checked = sum_of(hist, s.buckets) == static_cast<long>(n) * tasks * s.per_task;
+  lock.destroy();
+  hist.destroy().wait();
+  return rate;
+}
+
 double mpi_accumulate(const shape& s, int tasks, long per_task, bool& checked) {
   const int me = bench::mpi_peer::world_rank(), n = bench::mpi_peer::world_size();
   long* base = nullptr;
@@ -235,7 +349,7 @@ double plain_loop(const shape& s, int tasks) {
 int main(int argc, char** argv) {
   bench::mpi_peer::init(argc, argv);
   const int me = bench::mpi_peer::world_rank(), ranks = bench::mpi_peer::world_size();
-  CLI::App app{"R4: histogram reductions, fold instances and single reductions against MPI_Accumulate"};
+  CLI::App app{"R4: histogram reductions five ways against MPI_Accumulate"};
   app.allow_extras();
   int reps = 5;
   bool quick = false;
@@ -247,7 +361,7 @@ int main(int argc, char** argv) {
                                   {"sparse", 4 * 1024 * 1024, 64 * 1024}};
 
   struct series {
-    std::vector<double> fold, list, single, mpi, plain;
+    std::vector<double> fold, fold_per_task, list, single, read_write, localized, mpi, plain;
     bool ok = true;
   };
   std::vector<series> out(shapes.size());
@@ -268,52 +382,56 @@ int main(int argc, char** argv) {
     rt.run([&] {
       for (std::size_t k = 0; k < shapes.size(); ++k) {
         bool ok = true;
-        out[k].fold.push_back(rill_fold(shapes[k], workers, ok));
+        out[k].fold.push_back(rill_fold(shapes[k], workers, false, ok));
+        out[k].ok = out[k].ok && ok;
+        out[k].fold_per_task.push_back(rill_fold(shapes[k], workers, true, ok));
         out[k].ok = out[k].ok && ok;
         out[k].list.push_back(rill_list(shapes[k], workers, ok));
         out[k].ok = out[k].ok && ok;
-        out[k].single.push_back(rill_single(shapes[k], workers, std::max(1024L, shapes[k].per_task / 16), ok));
+        const long few = std::max(1024L, shapes[k].per_task / 16);
+        out[k].single.push_back(rill_single(shapes[k], workers, few, ok));
         out[k].ok = out[k].ok && ok;
-        bench::progress("R4 {} rep {}: fold {:.1f} M/s, list {:.1f} M/s, single {:.2f} M/s", shapes[k].name, rep,
-                        out[k].fold.back() / 1e6, out[k].list.back() / 1e6, out[k].single.back() / 1e6);
+        out[k].read_write.push_back(rill_read_write(shapes[k], workers, few, ok));
+        out[k].ok = out[k].ok && ok;
+        out[k].localized.push_back(rill_localized(shapes[k], workers, ok));
+        out[k].ok = out[k].ok && ok;
+        bench::progress(
+            "R4 {} rep {}: fold {:.1f} M/s, per task {:.1f} M/s, list {:.1f} M/s, single {:.2f} M/s, read/write "
+            "{:.2f} M/s, localized {:.1f} M/s",
+            shapes[k].name, rep, out[k].fold.back() / 1e6, out[k].fold_per_task.back() / 1e6, out[k].list.back() / 1e6,
+            out[k].single.back() / 1e6, out[k].read_write.back() / 1e6, out[k].localized.back() / 1e6);
       }
     });
     bench::mpi_peer::sleeping_barrier();
   }
   if (me == 0) {
     for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const series& o = out[k];
       const nlohmann::json extra = {{"ranks", ranks},
                                     {"workers", workers},
                                     {"buckets", shapes[k].buckets},
                                     {"reductions_per_task", shapes[k].per_task},
-                                    {"histogram_checked", out[k].ok},
+                                    {"histogram_checked", o.ok},
                                     {"reference", "Realm reducetest here: ~8 M reductions/s (shared/anchors.md)"}};
-      const std::string where = ", " + std::to_string(ranks) + " rank(s)";
-      bench::result fold{"R4",        shapes[k].name + " fold instance" + where, "reduction rate", "reductions/s", true,
-                         out[k].fold, "MPI_Accumulate, one per reduction",       out[k].mpi};
-      fold.extra = extra;
-      bench::emit(fold);
-      bench::result list{"R4",        shapes[k].name + " list instance" + where, "reduction rate", "reductions/s", true,
-                         out[k].list, "MPI_Accumulate, one per reduction",       out[k].mpi};
-      list.extra = extra;
-      bench::emit(list);
-      bench::result single{
-          "R4",          shapes[k].name + " single reductions" + where, "reduction rate", "reductions/s", true,
-          out[k].single, "MPI_Accumulate, one per reduction",           out[k].mpi};
-      single.extra = extra;
-      bench::emit(single);
-      if (ranks == 1) {
-        bench::result limit{"R4",
-                            shapes[k].name + " fold instance against a plain loop" + where,
-                            "reduction rate",
-                            "reductions/s",
-                            true,
-                            out[k].fold,
-                            "plain loop into a std::vector, one thread",
-                            out[k].plain};
-        limit.extra = extra;
-        bench::emit(limit);
-      }
+      const std::string where =
+          ", " + std::to_string(ranks) + " rank(s)" + (workers > 1 ? " x " + std::to_string(workers) + " workers" : "");
+      const auto report = [&](const std::string& way, const std::vector<double>& values, const std::string& peer,
+                              const std::vector<double>& peer_values) {
+        bench::result r{
+            "R4",       shapes[k].name + " " + way + where, "reduction rate", "reductions/s", true, values, peer,
+            peer_values};
+        r.extra = extra;
+        bench::emit(r);
+      };
+      const std::string accumulate = "MPI_Accumulate, one per reduction";
+      report("fold instance", o.fold, accumulate, o.mpi);
+      report("fold instance per task", o.fold_per_task, "one fold instance per rank, atomic folds", o.fold);
+      report("list instance", o.list, accumulate, o.mpi);
+      report("single reductions", o.single, accumulate, o.mpi);
+      report("single read/write under a reservation", o.read_write, accumulate, o.mpi);
+      report("localized instance under a reservation", o.localized, accumulate, o.mpi);
+      if (ranks == 1 && workers == 1)
+        report("fold instance against a plain loop", o.fold, "plain loop into a std::vector, one thread", o.plain);
     }
   }
   MPI_Finalize();
