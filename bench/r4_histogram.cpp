@@ -365,7 +365,8 @@ int main(int argc, char** argv) {
     bool ok = true;
   };
   std::vector<series> out(shapes.size());
-  int workers = 1;
+  int workers = 1, rill_ranks = 1;
+  bool local = false;
   for (int rep = 0; rep < reps; ++rep) {
     for (std::size_t k = 0; k < shapes.size(); ++k) {
       bool ok = true;
@@ -379,6 +380,8 @@ int main(int argc, char** argv) {
     int args_count = argc;
     rill::runtime rt(args_count, args.data());
     workers = rt.options().workers;
+    rill_ranks = rt.ranks();
+    local = rt.options().transport == rill::transport_kind::local;
     rt.run([&] {
       for (std::size_t k = 0; k < shapes.size(); ++k) {
         bool ok = true;
@@ -407,14 +410,17 @@ int main(int argc, char** argv) {
   if (me == 0) {
     for (std::size_t k = 0; k < shapes.size(); ++k) {
       const series& o = out[k];
-      const nlohmann::json extra = {{"ranks", ranks},
+      const nlohmann::json extra = {{"ranks", rill_ranks},
+                                    {"transport", local ? "local" : "mpi"},
+                                    {"mpi_ranks", ranks},
                                     {"workers", workers},
                                     {"buckets", shapes[k].buckets},
                                     {"reductions_per_task", shapes[k].per_task},
                                     {"histogram_checked", o.ok},
                                     {"reference", "Realm reducetest here: ~8 M reductions/s (shared/anchors.md)"}};
-      const std::string where =
-          ", " + std::to_string(ranks) + " rank(s)" + (workers > 1 ? " x " + std::to_string(workers) + " workers" : "");
+      const std::string where = ", " + std::to_string(rill_ranks) + " rank(s)" +
+                                (local && rill_ranks > 1 ? " local" : "") +
+                                (workers > 1 ? " x " + std::to_string(workers) + " workers" : "");
       const auto report = [&](const std::string& way, const std::vector<double>& values, const std::string& peer,
                               const std::vector<double>& peer_values) {
         bench::result r{
@@ -430,7 +436,7 @@ int main(int argc, char** argv) {
       report("single reductions", o.single, accumulate, o.mpi);
       report("single read/write under a reservation", o.read_write, accumulate, o.mpi);
       report("localized instance under a reservation", o.localized, accumulate, o.mpi);
-      if (ranks == 1 && workers == 1)
+      if (rill_ranks == 1 && workers == 1)
         report("fold instance against a plain loop", o.fold, "plain loop into a std::vector, one thread", o.plain);
     }
   }
