@@ -364,6 +364,8 @@ void stage_more(const std::shared_ptr<staged_transfer>& s) {
            std::uintptr_t state) { read_staged_piece(d, tr, rs, n, e, from, at, bytes, tag, state); },
         s->dst, s->t, piece, s->total, s->done, s->src.owner(), reinterpret_cast<std::uintptr_t>(room.at),
         static_cast<std::uint64_t>(size), room.tag, reinterpret_cast<std::uintptr_t>(s.get()));
+    // Now, not when this loop ends: the destination unpacks this piece while the next is packed.
+    am::flush();
   }
 }
 
