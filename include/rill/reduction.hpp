@@ -102,6 +102,15 @@ std::size_t replay_entries(const field_address& dst, const std::byte* entries, s
   }
   return count;
 }
+
+// A replay whose entries are applied to lhs elements (ToLhs) or folded into rhs ones, as
+// combiner_of picks the row function of a fold instance's reduction.
+template <class Op, int N, bool ToLhs>
+event replay_as(instance list, field_id list_f, instance dst, field_id dst_f, event after, bool exclusive) {
+  using target = std::conditional_t<ToLhs, typename Op::lhs, typename Op::rhs>;
+  return replay_padded(list, list_f, sizeof(list_entry<Op, N>), dst, dst_f, sizeof(target), N,
+                       exclusive ? &replay_entries<Op, N, true, ToLhs> : &replay_entries<Op, N, false, ToLhs>, after);
+}
 }  // namespace detail
 
 // A list instance: a log of up to `capacity` reductions (a point and an Op::rhs each) on one
@@ -142,9 +151,7 @@ class list_reducer {
 template <bulk_reduction_op Op, int N>
 event replay_into(instance list, field_id list_f, instance dst, field_id dst_f, event after = event::none(),
                   bool exclusive = false) {
-  return detail::replay_padded(
-      list, list_f, sizeof(list_entry<Op, N>), dst, dst_f, sizeof(typename Op::lhs), N,
-      exclusive ? &detail::replay_entries<Op, N, true, true> : &detail::replay_entries<Op, N, false, true>, after);
+  return detail::replay_as<Op, N, true>(list, list_f, dst, dst_f, after, exclusive);
 }
 
 // The same into a reduction instance (field dst_f holds Op::rhs, as a fold instance's does): for
@@ -153,9 +160,7 @@ event replay_into(instance list, field_id list_f, instance dst, field_id dst_f, 
 template <bulk_reduction_op Op, int N>
 event replay_fold_into(instance list, field_id list_f, instance dst, field_id dst_f, event after = event::none(),
                        bool exclusive = false) {
-  return detail::replay_padded(
-      list, list_f, sizeof(list_entry<Op, N>), dst, dst_f, sizeof(typename Op::rhs), N,
-      exclusive ? &detail::replay_entries<Op, N, true, false> : &detail::replay_entries<Op, N, false, false>, after);
+  return detail::replay_as<Op, N, false>(list, list_f, dst, dst_f, after, exclusive);
 }
 
 // A fold instance: field f holds an Op::rhs per point of `space`, each the identity once the
