@@ -10,7 +10,7 @@ rank_core::rank_core(endpoint& ep, const rill::config& cfg)
     : id_(ep.rank()),
       size_(ep.size()),
       msgr_(ep, pool_, cfg),
-      pool_(*this, cfg.workers, cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
+      pool_(*this, cfg.workers, cfg.channels, cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
   modules().add_unowned(msgr_);
   ep.on_arrival([this] { pool_.notify(); });
 }
@@ -45,7 +45,7 @@ void rank_core::stop(int exit_code) {
 
 rill::rank_stats rank_core::stats() {
   rill::rank_stats s;
-  for (int i = 0; i < pool_.size(); ++i) {
+  for (int i = 0; i < pool_.threads(); ++i) {
     auto& c = pool_.at(i).counters();
     s.messages_sent += c.messages_sent.load(std::memory_order_relaxed);
     s.messages_handled += c.messages_handled.load(std::memory_order_relaxed);

@@ -1,7 +1,8 @@
 // Deferred copies and fills of instances (rill/copy.hpp).
 //
-// A copy starts at the destination's rank, once its precondition has triggered: there it looks up
-// the destination. When the source is on the same rank it copies row by row and is done.
+// Every step of a copy below runs on a data-movement channel of its rank (started_at.hpp), not on
+// a worker. A copy starts at the destination's rank, once its precondition has triggered: there it
+// looks up the destination. When the source is on the same rank it copies row by row and is done.
 // Otherwise it asks the source's rank, sending what the source needs to check the copy whole
 // before a byte moves (the destination's field sizes and index space) and to reach it (where its
 // storage starts, its bounds and its fields' places). The source's rank checks fields and points.
@@ -15,7 +16,7 @@
 // one field's contiguous range, else packed while the previous piece travels. The destination's
 // rank unpacks each piece into the instance and counts them; the last one triggers the copy's
 // event. Any error before the first byte moves poisons the
-// event and writes nothing. A fill runs as one task on the instance's rank.
+// event and writes nothing. A fill runs as one piece of work on the instance's rank.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,7 +29,6 @@
 #include "data/started_at.hpp"
 #include "rill/am.hpp"
 #include "rill/copy.hpp"
-#include "rill/proc.hpp"
 #include "rill/task.hpp"
 #include "rill/view.hpp"
 #include "trace/hooks.hpp"
@@ -455,7 +455,7 @@ void start_at_destination(instance src, instance dst, const transfer& t, event d
     am::send(
         src.owner(),
         [](instance s, instance ds, const transfer& tr, const destination_info& info, event e) {
-          rill::spawn([=] { move_from_source(s, ds, tr, info, e); });
+          on_channel([=] { move_from_source(s, ds, tr, info, e); });
         },
         src, dst, t, to, done);
     return;
@@ -512,33 +512,33 @@ event transfer_padded(instance src, std::vector<field_id> src_fields, instance d
 event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const index_space<3>* over, int dims,
                   event after) {
   check_handles(inst, inst, over, dims, "rill::fill");
-  return proc(inst.owner())
-      .spawn(
-          rill::after(after),
-          [](instance i, field_id id, const std::vector<std::byte>& v, bool whole, const index_space<3>& o) {
-            data_module& here = data_here("rill::fill");
-            const std::shared_ptr<const instance_record> rec = here.find(i, "rill::fill");
-            const field_placement* p = rec->placement.find(id);
-            if (!p) throw misuse_error(fmt::format("rill::fill: instance {:#x} has no field {}", i.id(), id));
-            if (p->bytes != v.size())
-              throw misuse_error(fmt::format("rill::fill: field {} of instance {:#x} has {} bytes, the value {}", id,
-                                             i.id(), p->bytes, v.size()));
-            const index_space<3>& domain = whole ? rec->space : o;
-            const std::size_t outside = domain.subtract(rec->space).volume();
-            if (outside != 0)
-              throw misuse_error(fmt::format(
-                  "rill::fill: {} point(s) to fill are not in the index space of instance {:#x}; nothing was written",
-                  outside, i.id()));
-            const std::uint64_t start = trace::span_begin();
-            for (const rect<3>& r : domain.rects())
-              for_each_row_start(r, [&](const point<3>& q) {
-                std::byte* at = field_at(storage_of(*rec), *p, q);
-                for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
-                  std::memcpy(at, v.data(), v.size());
-              });
-            trace::span_end<trace::kind::fill>(start, 0, domain.volume() * v.size());
-          },
-          inst, f, value, over == nullptr, over ? *over : index_space<3>());
+  return started_at(
+      inst.owner(), after,
+      [](instance i, field_id id, const std::vector<std::byte>& v, bool whole, const index_space<3>& o, event done) {
+        data_module& here = data_here("rill::fill");
+        const std::shared_ptr<const instance_record> rec = here.find(i, "rill::fill");
+        const field_placement* p = rec->placement.find(id);
+        if (!p) throw misuse_error(fmt::format("rill::fill: instance {:#x} has no field {}", i.id(), id));
+        if (p->bytes != v.size())
+          throw misuse_error(fmt::format("rill::fill: field {} of instance {:#x} has {} bytes, the value {}", id,
+                                         i.id(), p->bytes, v.size()));
+        const index_space<3>& domain = whole ? rec->space : o;
+        const std::size_t outside = domain.subtract(rec->space).volume();
+        if (outside != 0)
+          throw misuse_error(fmt::format(
+              "rill::fill: {} point(s) to fill are not in the index space of instance {:#x}; nothing was written",
+              outside, i.id()));
+        const std::uint64_t start = trace::span_begin();
+        for (const rect<3>& r : domain.rects())
+          for_each_row_start(r, [&](const point<3>& q) {
+            std::byte* at = field_at(storage_of(*rec), *p, q);
+            for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
+              std::memcpy(at, v.data(), v.size());
+          });
+        trace::span_end<trace::kind::fill>(start, 0, domain.volume() * v.size());
+        event_trigger(done);
+      },
+      inst, f, value, over == nullptr, over ? *over : index_space<3>());
 }
 
 }  // namespace rill::detail

@@ -168,7 +168,7 @@ void start_at_destination(instance list, instance dst, const replay& r, event do
     am::send(
         list.owner(),
         [](instance l, instance ds, const replay& rp, const replay_target& to, event e) {
-          rill::spawn([=] { send_log(l, ds, rp, to, e); });
+          on_channel([=] { send_log(l, ds, rp, to, e); });
         },
         list, dst, r,
         replay_target{d->space.bounds(), df, reinterpret_cast<std::uintptr_t>(d->data), d->placement.bytes}, done);

@@ -1,27 +1,69 @@
-// How a transfer (a copy, a reduction, a replay) begins: as a task on one rank once its
-// precondition has triggered, with an event that its own code triggers when the transfer is
-// complete -- on whichever rank that is.
+// How a transfer (a copy, a fill, a reduction, a replay) begins: on a data-movement channel of one
+// rank once its precondition has triggered (scheduler/channel.hpp), with an event that its own code
+// triggers when the transfer is complete -- on whichever rank that is.
 #pragma once
+#include <exception>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
 #include <utility>
 
+#include "rill/am.hpp"
 #include "rill/event.hpp"
-#include "rill/proc.hpp"
+#include "rill/task.hpp"
+#include "scheduler/channel.hpp"
 
 namespace rill::detail {
 
-// Runs fn(args..., done) on `rank` once `after` has triggered and returns `done`, a new event that
-// fn's transfer triggers or poisons. A poisoned precondition, or a task that throws, poisons `done`
-// with the same cause.
+// Runs fn() on a channel of the calling rank.
+template <class F>
+void on_channel(F&& fn) {
+  channel_submit(make_task(std::forward<F>(fn)));
+}
+
+// On the calling rank: once `pre` has triggered, fn(args..., done) on a channel. A poisoned `pre`
+// poisons `done` with the same cause, and so does what fn throws.
 template <class F, class... Args>
-event started_at(int rank, event after, F fn, Args&&... args) {
-  const event done = user_event::create();
-  const event ran = proc(rank).spawn(rill::after(after), fn, std::forward<Args>(args)..., done);
+void on_channel_when(event pre, event done, F fn, std::tuple<Args...> args) {
+  auto run = [done, fn, a = std::move(args)]() mutable {
+    try {
+      std::apply([&](Args&... v) { fn(v..., done); }, a);
+    } catch (const std::exception& e) {
+      event_task_failed(done, typeid(e).name(), e.what());
+    }
+  };
+  if (pre.is_none()) {
+    on_channel(std::move(run));
+    return;
+  }
   when_triggered(
-      ran,
-      [done](const poison_ptr& cause) {
-        if (cause) event_poison(done, cause);
+      pre,
+      [done, r = std::move(run)](const poison_ptr& cause) mutable {
+        if (cause)
+          event_poison(done, cause);
+        else
+          on_channel(std::move(r));
       },
-      waiter_kind::other, done);
+      waiter_kind::task, done);
+}
+
+// Runs fn(args..., done) on a channel of `rank` once `after` has triggered and returns `done`, a
+// new event that fn's transfer triggers or poisons. fn is a lambda without captures (it is made
+// again on `rank`).
+template <class F, class... Args>
+event started_at(int rank, event after, F, Args&&... args) {
+  static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>, "started_at: a lambda without captures");
+  const event done = user_event::create();
+  if (rank == rank_me()) {
+    on_channel_when(after, done, F{}, std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...));
+    return done;
+  }
+  am::send(
+      rank,
+      [](event pre, event d, std::decay_t<Args>... a) {
+        on_channel_when(pre, d, F{}, std::tuple<std::decay_t<Args>...>(std::move(a)...));
+      },
+      after, done, std::forward<Args>(args)...);
   return done;
 }
 

@@ -2,9 +2,10 @@
 // hang watch that idle workers run.
 #pragma once
 
+#include "common/options.hpp"
+#include "core/delivery_audit.hpp"
 #include "events/event_table.hpp"
 #include "events/unobserved_errors.hpp"
-#include "core/delivery_audit.hpp"
 #include "rill/config.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/rank_modules.hpp"
@@ -18,7 +19,7 @@ class events_module final : public rank_module {
         rank_(rank),
         audit_(audit),
         unobserved_(cfg.unobserved_errors),
-        table_(rank, ranks, cfg.workers) {
+        table_(rank, ranks, threads_per_rank(cfg)) {
     table_.trace().configure(cfg);
   }
   event_table& table() { return table_; }

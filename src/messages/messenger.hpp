@@ -3,6 +3,7 @@
 // current_messenger() and send through it (rill/am.hpp, messages/control_send.hpp).
 #pragma once
 
+#include "common/options.hpp"
 #include "messages/aggregator.hpp"
 #include "messages/delivery_counts.hpp"
 #include "messages/dispatcher.hpp"
@@ -26,7 +27,7 @@ class messenger final : public rank_module {
         counts_(size_),
         outbox_(ep, pool, counts_),
         agg_(id_, size_, cfg, outbox_),
-        dispatch_(ep, pool, cfg.workers, agg_, counts_) {}
+        dispatch_(ep, pool, threads_per_rank(cfg), agg_, counts_) {}
 
   int id() const { return id_; }
   int size() const { return size_; }

@@ -1,13 +1,15 @@
-// The non-template halves of rill/task.hpp: task records, spawning on the calling worker, yield,
-// and rill::latch.
+// The non-template halves of rill/task.hpp: task records, spawning on the calling worker (or its
+// rank's channels: scheduler/channel.hpp), yield, and rill::latch.
 #include <fmt/format.h>
 
 #include <thread>
 
 #include "rill/error.hpp"
 #include "rill/task.hpp"
+#include "scheduler/channel.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/worker.hpp"
+#include "scheduler/worker_pool.hpp"
 #include "trace/hooks.hpp"
 
 namespace rill::detail {
@@ -27,6 +29,8 @@ void task_submit(task_record* t) {
     if (const std::uint64_t flow = trace::tls_releasing_flow) w->pool().trace()->note_released(t, flow);
   w->push(t);
 }
+
+void channel_submit(task_record* t) { current_worker()->pool().submit_to_channel(t); }
 
 bool inline_task_begin(std::size_t callable_bytes) {
   worker* w = current_worker();

@@ -27,9 +27,10 @@ inline void cpu_relax() {
 
 }  // namespace
 
-worker::worker(worker_pool& pool, int index, std::size_t stack_bytes, std::int64_t inline_queue)
+worker::worker(worker_pool& pool, int index, bool channel, std::size_t stack_bytes, std::int64_t inline_queue)
     : pool_(pool),
       index_(index),
+      channel_(channel),
       task_stack_bytes_(stack_bytes * sanitizer_stack_factor),
       inline_queue_(inline_queue),
       // Room for a task of --rill:stack bytes, and as much again under it: a finish runs its scope's
@@ -52,6 +53,10 @@ worker::~worker() {
 }
 
 void worker::push(task_record* t) {
+  if (channel_) {
+    pool_.inject(t);  // (a handler on the channel released it: a worker runs it)
+    return;
+  }
   deque_.push(t);
   pool_.notify_spawned();
 }
@@ -221,24 +226,32 @@ void worker::loop() {
     }
     // (empty() is two plain loads; pop() always stores with a full fence, which an idle round
     // would pay every time.)
-    task_record* t = deque_.empty() ? nullptr : deque_.pop();
-    if (!t) t = pool_.take_injected();
+    task_record* t = nullptr;
+    if (channel_) {
+      t = pool_.take_channel_work();
+    } else {
+      t = deque_.empty() ? nullptr : deque_.pop();
+      if (!t) t = pool_.take_injected();
+    }
     if (t) {
       mark_active();
       reset_idle();
       run_task(t);
-      if (poll_tick()) progress_and_release();
+      // A channel polls after every piece of work: answering the network is half its job.
+      if (channel_ || poll_tick()) progress_and_release();
       continue;
     }
     // Nothing local to do: whatever this rank buffered leaves now (a lone request must not wait
-    // for the age threshold), then poll.
+    // for the age threshold), then poll. A channel, out of work nearly always, does so only after
+    // it did something: else it would send the workers' buffers before they fill.
     if (credit_.units) return_credit();
-    services.on_out_of_work(*this);
+    if (!channel_ || channel_sent_) services.on_out_of_work(*this);
+    channel_sent_ = false;
     if (progress_and_release() || local_ready_head_) {  // never idle with ready fibers
       reset_idle();
       continue;
     }
-    if ((t = pool_.steal_for(index_))) {
+    if (!channel_ && (t = pool_.steal_for(index_))) {
       mark_active();
       reset_idle();
       worker_counters::bump(counters_.steals);
@@ -301,7 +314,7 @@ bool worker::stack_room(std::size_t extra) const {
 
 bool worker::may_run_inline(std::size_t callable_bytes) const {
   const fiber_rec* f = current_;
-  return deque_.size() >= inline_queue_ && f->message_source < 0 && f->task.registrations == nullptr &&
+  return !channel_ && deque_.size() >= inline_queue_ && f->message_source < 0 && f->task.registrations == nullptr &&
          stack_room(callable_bytes);
 }
 
@@ -377,6 +390,7 @@ void worker::return_credit() {
 }
 
 void worker::mark_active() {
+  channel_sent_ = channel_;
   if (!active_) {
     active_ = true;
     pool_.active.fetch_add(1, std::memory_order_seq_cst);
@@ -412,13 +426,16 @@ void worker::idle_step() {
   // A rank that only learns of arrivals by polling (MPI) keeps polling for the whole window: a
   // reply that finds it asleep costs up to the sleep time, and two ranks that each sleep through
   // the other's messages stay slow. Ranks that are woken by arrivals need only a short spin.
-  const std::uint64_t window = must_poll ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
+  // A channel spins briefly either way: its spinning would take a core from the workers, which poll
+  // too, and sleeping it still polls every 20 us to 1 ms.
+  const std::uint64_t window =
+      must_poll && !channel_ ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
   if (now - idle_since_ns_ < window) {
     // Let other threads (another rank's process on an oversubscribed node) run now and then.
     std::this_thread::yield();
     return;
   }
-  pool_.sleep(must_poll, sleep_backoff_);
+  pool_.sleep(*this, must_poll, sleep_backoff_);
 }
 
 void worker::park(waiter& w) {

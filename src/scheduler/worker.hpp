@@ -54,16 +54,19 @@ struct held_credit {
 
 class worker {
  public:
-  worker(worker_pool& pool, int index, std::size_t stack_bytes, std::int64_t inline_queue);
+  // A channel (worker_pool.hpp) runs channel work instead of tasks, and never steals.
+  worker(worker_pool& pool, int index, bool channel, std::size_t stack_bytes, std::int64_t inline_queue);
   ~worker();
   worker(const worker&) = delete;
   worker& operator=(const worker&) = delete;
 
   int index() const { return index_; }
+  bool channel() const { return channel_; }
   worker_pool& pool() { return pool_; }
   worker_counters& counters() { return counters_; }
 
   // Owner thread only.
+  // Queues a task on this worker's deque; a channel hands it to the workers.
   void push(task_record* t);
   task_record* allocate_task();
   void park(waiter& w);
@@ -156,6 +159,7 @@ class worker {
 
   worker_pool& pool_;
   const int index_;
+  const bool channel_;
   worker_counters counters_;
   chase_lev_deque<task_record*> deque_;
   const std::size_t task_stack_bytes_;  // --rill:stack (times the sanitizer factor)
@@ -181,7 +185,8 @@ class worker {
   int sleep_backoff_ = 0;
   unsigned ticks_ = 0;
   held_credit credit_;
-  bool poll_due_ = false;  // the loop polls the network before it resumes another fiber
+  bool poll_due_ = false;      // the loop polls the network before it resumes another fiber
+  bool channel_sent_ = false;  // a channel was active since it last sent what the rank buffered
   bool active_ = false;
   bool traced_ = false;  // this worker records into its rank's trace (--rill:trace)
   std::thread thread_;

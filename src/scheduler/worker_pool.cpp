@@ -11,21 +11,22 @@
 
 namespace rill::detail {
 
-worker_pool::worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us,
-                         std::int64_t inline_queue)
-    : services_(services), idle_poll_ns_(idle_poll_us * 1000) {
-  for (int i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker>(*this, i, stack_bytes, inline_queue));
+worker_pool::worker_pool(rank_services& services, int workers, int channels, std::size_t stack_bytes,
+                         std::uint64_t idle_poll_us, std::int64_t inline_queue)
+    : services_(services), workers_(workers), idle_poll_ns_(idle_poll_us * 1000) {
+  for (int i = 0; i < workers + channels; ++i)
+    threads_.push_back(std::make_unique<worker>(*this, i, i >= workers, stack_bytes, inline_queue));
 }
 
-worker_pool::~worker_pool() {
-  for (task_record* t : injected_) delete t;
-}
+worker_pool::~worker_pool() = default;
 
 void worker_pool::start(int rank) {
-  for (auto& w : workers_) {
+  for (auto& w : threads_) {
     worker* raw = w.get();
-    raw->thread_ = std::thread([raw, rank] {
-      const std::string name = "rill-r" + std::to_string(rank) + "w" + std::to_string(raw->index());
+    raw->thread_ = std::thread([raw, rank, workers = workers_] {
+      const std::string name =
+          "rill-r" + std::to_string(rank) +
+          (raw->channel() ? "c" + std::to_string(raw->index() - workers) : "w" + std::to_string(raw->index()));
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
       prepare_fault_report(rank);
       raw->thread_main();
@@ -34,51 +35,49 @@ void worker_pool::start(int rank) {
 }
 
 void worker_pool::join() {
-  for (auto& w : workers_)
+  for (auto& w : threads_)
     if (w->thread_.joinable()) w->thread_.join();
 }
 
 void worker_pool::inject(task_record* t) {
-  {
-    std::lock_guard g(inject_lock_);
-    injected_.push_back(t);
-    has_injected_.store(true, std::memory_order_release);
-  }
+  injected_.push(t);
   notify_all();
 }
 
-task_record* worker_pool::take_injected() {
-  if (!has_injected_.load(std::memory_order_acquire)) return nullptr;
-  std::lock_guard g(inject_lock_);
-  if (injected_.empty()) return nullptr;
-  task_record* t = injected_.front();
-  injected_.erase(injected_.begin());
-  has_injected_.store(!injected_.empty(), std::memory_order_release);
-  return t;
+void worker_pool::submit_to_channel(task_record* t) {
+  if (channels() == 0) {
+    task_submit(t);
+    return;
+  }
+  channel_work_.push(t);
+  notify();
 }
 
 task_record* worker_pool::steal_for(int thief) {
   const int n = size();
   for (int k = 1; k < n; ++k) {
-    if (task_record* t = workers_[static_cast<std::size_t>((thief + k) % n)]->steal()) return t;
+    if (task_record* t = threads_[static_cast<std::size_t>((thief + k) % n)]->steal()) return t;
   }
   return nullptr;
 }
 
-bool worker_pool::has_work() const {
+bool worker_pool::has_work(const worker& w) const {
 #if !RILL_TSAN  // (under TSan notify() pairs with the announcement through an RMW instead)
   std::atomic_thread_fence(std::memory_order_seq_cst);  // after the sleeper's announcement
 #endif
-  if (has_injected_.load(std::memory_order_seq_cst) || services_.has_input()) return true;
-  for (const auto& w : workers_)
-    if (w->has_local_work()) return true;
+  if (services_.has_input() || w.has_local_work()) return true;
+  // A channel wakes for its own work only, a worker for what workers take (or steal).
+  if (w.channel()) return channel_work_.nonempty(std::memory_order_seq_cst);
+  if (injected_.nonempty(std::memory_order_seq_cst)) return true;
+  for (int i = 0; i < workers_; ++i)
+    if (threads_[static_cast<std::size_t>(i)]->has_local_work()) return true;
   return false;
 }
 
 bool worker_pool::quiet() const {
   if (active.load(std::memory_order_seq_cst) != 0) return false;
-  if (has_injected_.load(std::memory_order_acquire)) return false;
-  for (const auto& w : workers_)
+  if (injected_.nonempty() || channel_work_.nonempty()) return false;
+  for (const auto& w : threads_)
     if (w->has_local_work()) return false;
   return active.load(std::memory_order_seq_cst) == 0;
 }
@@ -89,7 +88,7 @@ void worker_pool::notify_all() {
   sleep_cv_.notify_all();
 }
 
-void worker_pool::sleep(bool must_poll, int& backoff) {
+void worker_pool::sleep(const worker& w, bool must_poll, int& backoff) {
   // Polling ranks back off from 20 us to 1 ms between polls; others sleep until notified. Work that
   // arrived just before the sleeper announced itself (so its notify() saw no sleeper) is found by
   // the check for work after the announcement; the time limit is a last resort.
@@ -98,7 +97,7 @@ void worker_pool::sleep(bool must_poll, int& backoff) {
   std::unique_lock g(sleep_lock_);
   const std::uint64_t epoch = wake_epoch_;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  sleep_cv_.wait_for(g, limit, [&] { return wake_epoch_ != epoch || services_.stopping() || has_work(); });
+  sleep_cv_.wait_for(g, limit, [&] { return wake_epoch_ != epoch || services_.stopping() || has_work(w); });
   sleepers_.fetch_sub(1, std::memory_order_relaxed);
   ++backoff;
 }

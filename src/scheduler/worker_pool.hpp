@@ -1,5 +1,10 @@
 // The workers of one rank: starting and joining them, tasks injected from other threads, stealing
-// among them, and how idle ones sleep and are woken.
+// among them, and how idle ones sleep and are woken. Beside the workers, a rank may run
+// data-movement channels (--rill:channels): threads that run only the work handed to them
+// (submit_to_channel: copies, fills, reductions) and poll the network, so that transfers and
+// messages between ranks go on while every worker runs a long task (Realm's DMA threads). A
+// channel is a worker object too (fibers, message handling, per-thread state by index) that
+// neither steals nor takes injected tasks; the tasks it spawns go to the workers.
 //
 // The sleep/wake protocol, in short (scheduler/README.md has the whole argument): an idle worker
 // announces itself in sleepers_ under sleep_lock_, checks for work once more, and waits on the
@@ -20,6 +25,7 @@
 
 #include "rill/detail/task_record.hpp"
 #include "scheduler/rank_services.hpp"
+#include "scheduler/task_queue.hpp"
 #include "scheduler/worker.hpp"
 #include "trace/recorder.hpp"
 
@@ -37,15 +43,19 @@ struct task_scope_hooks {
 // The workers of one rank, how they steal from each other, and how idle ones sleep.
 class worker_pool {
  public:
-  worker_pool(rank_services& services, int workers, std::size_t stack_bytes, std::uint64_t idle_poll_us,
+  worker_pool(rank_services& services, int workers, int channels, std::size_t stack_bytes, std::uint64_t idle_poll_us,
               std::int64_t inline_queue);
   ~worker_pool();
 
   void start(int rank);  // launches the worker threads
   void join();
 
-  int size() const { return static_cast<int>(workers_.size()); }
-  worker& at(int i) { return *workers_[static_cast<std::size_t>(i)]; }
+  // The workers (indices 0 .. size() - 1), which run tasks and steal from each other.
+  int size() const { return workers_; }
+  // Workers and channels (a channel's index is size() or more).
+  int threads() const { return static_cast<int>(threads_.size()); }
+  int channels() const { return threads() - size(); }
+  worker& at(int i) { return *threads_[static_cast<std::size_t>(i)]; }
   rank_services& services() { return services_; }
   // Set once, before the workers start, by the layer whose tasks have scopes.
   void set_scope_hooks(const task_scope_hooks& hooks) { scope_hooks_ = hooks; }
@@ -57,14 +67,18 @@ class worker_pool {
 
   // A task from a thread that is not one of this rank's workers.
   void inject(task_record* t);
-  task_record* take_injected();
-  bool has_injected() const { return has_injected_.load(std::memory_order_acquire); }
+  task_record* take_injected() { return injected_.take(); }
+  bool has_injected() const { return injected_.nonempty(); }
   task_record* steal_for(int thief);
+  // Work for the channels; without channels, for the calling worker (as task_submit).
+  void submit_to_channel(task_record* t);
+  task_record* take_channel_work() { return channel_work_.take(); }
 
   // True when no worker runs anything and no task or ready fiber is queued. Call from an idle worker.
   bool quiet() const;
-  // True when a task, a woken fiber or received data is waiting for some worker.
-  bool has_work() const;
+  // True when something is waiting that `w` would do: received data, a fiber of its own woken, and
+  // for a worker a task (its own, injected, or one it could steal), for a channel channel work.
+  bool has_work(const worker& w) const;
   // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
   void notify() {
     // Pairs with the sleeper's seq_cst increment of sleepers_ and its check for work: either the
@@ -85,7 +99,7 @@ class worker_pool {
     if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
   }
   void notify_all();
-  void sleep(bool must_poll, int& backoff);
+  void sleep(const worker& w, bool must_poll, int& backoff);
 
   std::atomic<int> active{0};
 
@@ -93,11 +107,11 @@ class worker_pool {
   rank_services& services_;
   task_scope_hooks scope_hooks_{};
   trace::rank_trace* trace_ = nullptr;
-  std::vector<std::unique_ptr<worker>> workers_;
+  const int workers_;
+  std::vector<std::unique_ptr<worker>> threads_;  // the workers, then the channels
   const std::uint64_t idle_poll_ns_;
-  std::mutex inject_lock_;
-  std::vector<task_record*> injected_;
-  std::atomic<bool> has_injected_{false};
+  locked_task_queue injected_;
+  locked_task_queue channel_work_;
   std::mutex sleep_lock_;
   std::condition_variable sleep_cv_;
   std::atomic<int> sleepers_{0};

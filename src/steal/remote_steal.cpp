@@ -63,7 +63,9 @@ int remote_steal::pick_victim() {
   return from[static_cast<std::size_t>(rng_() % from.size())];
 }
 
-void remote_steal::on_idle(worker&) {
+void remote_steal::on_idle(worker& w) {
+  // A channel is idle while the workers may be busy: only an idle worker asks for more work.
+  if (w.channel()) return;
   if (!armed_.load(std::memory_order_relaxed) || asking_.load(std::memory_order_relaxed)) return;
   const std::uint64_t now = steady_now_ns();
   if (now < next_try_ns_.load(std::memory_order_relaxed)) return;

@@ -57,8 +57,9 @@ std::vector<std::span<const record>> recorder::chunks() const {
   return result;
 }
 
-rank_trace::rank_trace(int rank, int worker_count) : rank_(rank) {
+rank_trace::rank_trace(int rank, int worker_count, int channel_count) : rank_(rank) {
   for (int w = 0; w < worker_count; ++w) workers_.push_back(std::make_unique<lane>(fmt::format("worker {}", w)));
+  for (int c = 0; c < channel_count; ++c) workers_.push_back(std::make_unique<lane>(fmt::format("channel {}", c)));
 }
 
 void rank_trace::attach_thread(int worker_index) {

@@ -3,6 +3,7 @@
 // after their preconditions, and refused whole (nothing written) when fields or points do not match.
 // Each test runs twice: with ranks that share a process or node copying straight into each other's
 // instances (--rill:shared-segments=on), and with every copy between ranks in messages (off).
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "harness.hpp"
 #include "rill/copy.hpp"
 #include "rill/instance.hpp"
+#include "rill/proc.hpp"
 
 namespace rill_test {
 namespace {
@@ -113,7 +115,7 @@ void copy_every_way(const rill::index_space<N>& space, const rill::index_space<N
 }
 
 TEST_P(copies, between_every_memory_layout_and_rank) {
-  both_ways(GetParam(), [](bool) {
+  const auto every_way = [](bool) {
     copy_every_way<1>(rill::rect<1>{-3, 60}, rill::index_space<1>::from_points(
                                                  std::vector<rill::point<1>>{{-3}, {0}, {1}, {2}, {30}, {59}, {60}}));
     const rill::index_space<2> grid(rill::rect<2>{{0, 0}, {11, 8}});
@@ -122,6 +124,45 @@ TEST_P(copies, between_every_memory_layout_and_rank) {
     for (int i = 0; i < 40; ++i) pts.push_back({i % 4, (i * 3) % 5, (i * 7) % 3});
     copy_every_way<3>(rill::index_space<3>(rill::rect<3>{{0, 0, 0}, {3, 4, 2}}),
                       rill::index_space<3>::from_points(pts));
+  };
+  both_ways(GetParam(), every_way);
+  // And without data-movement channels: the workers move the data.
+  both_ways(GetParam(), every_way, {"--rill:channels=0"});
+}
+
+// A task that keeps its worker, never yielding, until `copied` has triggered (or a minute has
+// passed, so that a copy that cannot move fails the test instead of hanging it).
+void keep_the_worker_until(rill::event copied, rill::user_event began) {
+  began.trigger();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (!copied.has_triggered() && std::chrono::steady_clock::now() < give_up) {
+  }
+}
+
+TEST_P(copies, move_while_every_worker_runs_a_task_that_does_not_yield) {
+  both_ways(GetParam(), [](bool) {
+    const int last = rill::rank_n() - 1, workers = GetParam().workers;
+    const rill::index_space<1> line(rill::rect<1>{0, 199'999});  // 3.2 MB: pieces, under messages
+    const rill::instance src = made(rill::memory::system(last), line, rill::layout::soa());
+    const rill::instance dst = made(rill::memory::system(0), line, rill::layout::aos());
+    reset(dst);
+    write_codes<1>(src, line, 5);
+    // Every worker of every rank takes a task that does not yield (this one is one of rank 0's);
+    // the copy starts once they all run, so only the channels can move it.
+    std::vector<rill::user_event> began;
+    for (int r = 0; r < rill::rank_n(); ++r)
+      for (int w = r == 0 ? 1 : 0; w < workers; ++w) began.push_back(rill::user_event::create());
+    const rill::event copied =
+        rill::copy(src, dst, {key, weight}, rill::merge(std::vector<rill::event>(began.begin(), began.end())));
+    std::size_t next = 0;
+    for (int r = 0; r < rill::rank_n(); ++r)
+      for (int w = r == 0 ? 1 : 0; w < workers; ++w) rill::proc(r).spawn(keep_the_worker_until, copied, began[next++]);
+    keep_the_worker_until(copied, rill::user_event::create());
+    expect(copied.has_triggered(), "a copy did not move while the workers ran tasks");
+    copied.wait();
+    expect(wrong_points<1>(dst, line, line, 5) == 0, "a copy moved by the channels left points wrong");
+    src.destroy().wait();
+    dst.destroy().wait();
   });
 }
 

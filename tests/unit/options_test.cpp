@@ -35,7 +35,8 @@ const char* const all_names[] = {"ranks",         "workers",
                                  "tag-checks",    "node-ring",
                                  "inline-queue",  "trace",
                                  "stats",         "unobserved-errors",
-                                 "faults",        "unresponsive-s"};
+                                 "faults",        "unresponsive-s",
+                                 "channels"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -151,7 +152,8 @@ TEST_F(Options, ParsesEveryValue) {
          "--rill:chaos=18446744073709551615",
          "--rill:log=debug",
          "--rill:idle-poll-us=0",
-         "--rill:inline-queue=0"};
+         "--rill:inline-queue=0",
+         "--rill:channels=0"};
   parsed_options o = parse(a);
   EXPECT_EQ(o.cfg.ranks, 4);
   EXPECT_EQ(o.cfg.workers, 3);
@@ -168,6 +170,7 @@ TEST_F(Options, ParsesEveryValue) {
   EXPECT_EQ(o.cfg.log, "debug");
   EXPECT_EQ(o.cfg.idle_poll_us, 0u);
   EXPECT_EQ(o.cfg.inline_queue, 0);
+  EXPECT_EQ(o.cfg.channels, 0);
   EXPECT_EQ(a.argc, 1);
 }
 
@@ -254,6 +257,7 @@ TEST_F(Options, MalformedNumbersThrow) {
   expect_usage_error("--rill:chaos=18446744073709551616", "chaos");
   expect_usage_error("--rill:idle-poll-us=many", "idle-poll-us");
   expect_usage_error("--rill:inline-queue=-1", "inline-queue");
+  expect_usage_error("--rill:channels=65", "channels");
   expect_usage_error("--rill:stack=12Q", "stack");
   expect_usage_error("--rill:faults=drop=0", "faults");
   expect_usage_error("--rill:faults=drop", "faults");
@@ -509,9 +513,10 @@ TEST_F(Options, HelpShowsTheDefaultsOfConfigByLayer) {
   EXPECT_EQ(shown("steal"), "random");
   EXPECT_EQ(shown("stats"), "off");
   std::vector<std::string> words{"prog"};
-  for (const char* n : {"ranks", "stack", "agg-bytes", "agg-age-us", "large-bytes", "queue-buffers", "node-ring",
-                        "chaos", "log", "idle-poll-us", "inline-queue", "hang-report-s", "steal", "steal-batch",
-                        "segment", "shared-segments", "gas-cache", "gas-cache-entries", "stats"})
+  for (const char* n :
+       {"ranks",       "stack",   "agg-bytes",       "agg-age-us",   "large-bytes",       "queue-buffers", "node-ring",
+        "chaos",       "log",     "idle-poll-us",    "inline-queue", "channels",          "hang-report-s", "steal",
+        "steal-batch", "segment", "shared-segments", "gas-cache",    "gas-cache-entries", "stats"})
     words.push_back(std::string("--rill:") + n + "=" + shown(n));
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
@@ -529,6 +534,7 @@ TEST_F(Options, HelpShowsTheDefaultsOfConfigByLayer) {
   EXPECT_EQ(parsed.chaos, d.chaos);
   EXPECT_EQ(parsed.log, d.log);
   EXPECT_EQ(parsed.idle_poll_us, d.idle_poll_us);
+  EXPECT_EQ(parsed.channels, d.channels);
   EXPECT_EQ(parsed.inline_queue, d.inline_queue);
   EXPECT_EQ(parsed.hang_report_s, d.hang_report_s);
   EXPECT_EQ(parsed.steal, d.steal);
