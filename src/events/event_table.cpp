@@ -11,6 +11,7 @@
 
 #include "common/log.hpp"
 #include "events/events_module.hpp"
+#include "messages/messenger.hpp"
 #include "rill/am.hpp"
 #include "rill/error.hpp"
 #include "scheduler/worker.hpp"
@@ -41,6 +42,10 @@ void send_observed(int owner, std::uint32_t slot, std::uint64_t gen) {
       owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_observed(am::sender(), s, g); }, slot, gen);
 }
 
+// Triggers and notifications leave at once, not at the sender's next progress point: what waits
+// for them on the other rank waits for nothing else, and the sender may first run a long task.
+void send_now(int to) { current_messenger("rill::event").agg().flush(to); }
+
 void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned) {
   if (poisoned.empty()) {
     am::send(
@@ -53,6 +58,7 @@ void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::v
         },
         slot, through, poisoned);
   }
+  send_now(to);
 }
 
 // `notify_me`: the triggering rank still has waiters for earlier generations that rely on the
@@ -75,6 +81,7 @@ void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison
         },
         slot, gen, notify_me, seen, poison_wire{gen, cause->rank, cause->reason, cause->operation});
   }
+  send_now(owner);
 }
 
 // ---- firing without recursion -------------------------------------------------------------------
