@@ -237,7 +237,7 @@ void worker::loop() {
       mark_active();
       reset_idle();
       run_task(t);
-      // A channel polls after every piece of work: answering the network is half its job.
+      // A channel polls after each piece of its work: the data it moves is often awaited.
       if (channel_ || poll_tick()) progress_and_release();
       continue;
     }
@@ -247,11 +247,15 @@ void worker::loop() {
     if (credit_.units) return_credit();
     if (!channel_ || channel_sent_) services.on_out_of_work(*this);
     channel_sent_ = false;
+    if (channel_) {
+      channel_idle();
+      continue;
+    }
     if (progress_and_release() || local_ready_head_) {  // never idle with ready fibers
       reset_idle();
       continue;
     }
-    if (!channel_ && (t = pool_.steal_for(index_))) {
+    if ((t = pool_.steal_for(index_))) {
       mark_active();
       reset_idle();
       worker_counters::bump(counters_.steals);
@@ -410,6 +414,22 @@ void worker::reset_idle() {
   sleep_backoff_ = 0;
 }
 
+void worker::channel_idle() {
+  // The channel polls only when no worker has polled for channel_stall_ns: they all run tasks.
+  // Else two threads would poll one endpoint, taking turns on a core the workers need.
+  const std::uint64_t polls = pool_.worker_polls(), now = steady_now_ns();
+  if (polls != seen_worker_polls_) {
+    seen_worker_polls_ = polls;
+    workers_polled_ns_ = now;
+  }
+  const bool workers_poll = now - workers_polled_ns_ < channel_stall_ns;
+  if (((!workers_poll || !blocked_.empty()) && progress_and_release()) || local_ready_head_) {
+    reset_idle();
+    return;
+  }
+  idle_step();
+}
+
 void worker::idle_step() {
   mark_idle();
   rank_services& services = pool_.services();
@@ -426,8 +446,8 @@ void worker::idle_step() {
   // A rank that only learns of arrivals by polling (MPI) keeps polling for the whole window: a
   // reply that finds it asleep costs up to the sleep time, and two ranks that each sleep through
   // the other's messages stay slow. Ranks that are woken by arrivals need only a short spin.
-  // A channel spins briefly either way: its spinning would take a core from the workers, which poll
-  // too, and sleeping it still polls every 20 us to 1 ms.
+  // A channel spins briefly only, on any transport: work it did is often followed by more (the
+  // next piece, the reply), but its spinning takes a core from the workers.
   const std::uint64_t window =
       must_poll && !channel_ ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
   if (now - idle_since_ns_ < window) {
@@ -492,6 +512,7 @@ void worker::wait_for_progress() {
 }
 
 bool worker::progress_and_release() {
+  if (!channel_) polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const bool did = pool_.services().progress(*this);
   for (fiber_rec* f : blocked_) push_local(f);
   blocked_.clear();
