@@ -54,7 +54,7 @@ worker::~worker() {
 
 void worker::push(task_record* t) {
   if (channel_) {
-    pool_.inject(t);  // (a handler on the channel released it: a worker runs it)
+    pool_.inject(t);  // (its work released it, e.g. an event's dependent: a worker runs it)
     return;
   }
   deque_.push(t);
@@ -237,25 +237,20 @@ void worker::loop() {
       mark_active();
       reset_idle();
       run_task(t);
-      // A channel polls after each piece of its work: the data it moves is often awaited.
-      if (channel_ || poll_tick()) progress_and_release();
+      if (poll_tick()) progress_and_release();
       continue;
     }
     // Nothing local to do: whatever this rank buffered leaves now (a lone request must not wait
-    // for the age threshold), then poll. A channel, out of work nearly always, does so only after
-    // it did something: else it would send the workers' buffers before they fill.
+    // for the age threshold), then poll. A channel, out of work nearly always, sends only after it
+    // did something (else it would send the workers' buffers before they fill) and never polls.
     if (credit_.units) return_credit();
     if (!channel_ || channel_sent_) services.on_out_of_work(*this);
     channel_sent_ = false;
-    if (channel_) {
-      channel_idle();
-      continue;
-    }
     if (progress_and_release() || local_ready_head_) {  // never idle with ready fibers
       reset_idle();
       continue;
     }
-    if ((t = pool_.steal_for(index_))) {
+    if (!channel_ && (t = pool_.steal_for(index_))) {
       mark_active();
       reset_idle();
       worker_counters::bump(counters_.steals);
@@ -414,22 +409,6 @@ void worker::reset_idle() {
   sleep_backoff_ = 0;
 }
 
-void worker::channel_idle() {
-  // The channel polls only when no worker has polled for channel_stall_ns: they all run tasks.
-  // Else two threads would poll one endpoint, taking turns on a core the workers need.
-  const std::uint64_t polls = pool_.worker_polls(), now = steady_now_ns();
-  if (polls != seen_worker_polls_) {
-    seen_worker_polls_ = polls;
-    workers_polled_ns_ = now;
-  }
-  const bool workers_poll = now - workers_polled_ns_ < channel_stall_ns;
-  if (((!workers_poll || !blocked_.empty()) && progress_and_release()) || local_ready_head_) {
-    reset_idle();
-    return;
-  }
-  idle_step();
-}
-
 void worker::idle_step() {
   mark_idle();
   rank_services& services = pool_.services();
@@ -446,10 +425,10 @@ void worker::idle_step() {
   // A rank that only learns of arrivals by polling (MPI) keeps polling for the whole window: a
   // reply that finds it asleep costs up to the sleep time, and two ranks that each sleep through
   // the other's messages stay slow. Ranks that are woken by arrivals need only a short spin.
-  // A channel spins briefly only, on any transport: work it did is often followed by more (the
-  // next piece, the reply), but its spinning takes a core from the workers.
-  const std::uint64_t window =
-      must_poll && !channel_ ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
+  // A channel, which does not poll, sleeps at once: channel work wakes it.
+  const std::uint64_t window = channel_    ? 0
+                               : must_poll ? pool_.idle_poll_ns()
+                                           : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
   if (now - idle_since_ns_ < window) {
     // Let other threads (another rank's process on an oversubscribed node) run now and then.
     std::this_thread::yield();
@@ -512,8 +491,11 @@ void worker::wait_for_progress() {
 }
 
 bool worker::progress_and_release() {
-  if (!channel_) polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  const bool did = pool_.services().progress(*this);
+  // A channel never polls the network: the handlers would run beside the workers' tasks, which a
+  // program with one worker per rank may count on not happening. A fiber of its own that waits for
+  // progress (back-pressure on a send) goes on once the workers have had a chance to poll.
+  if (channel_) std::this_thread::yield();
+  const bool did = !channel_ && pool_.services().progress(*this);
   for (fiber_rec* f : blocked_) push_local(f);
   blocked_.clear();
   return did;

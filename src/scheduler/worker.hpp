@@ -108,8 +108,6 @@ class worker {
   fiber_rec* current_fiber() const { return current_; }
   // Whether this worker records into its rank's trace (--rill:trace).
   bool traced() const { return traced_; }
-  // How often this worker has polled the network (written by its thread only).
-  std::uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
 
   void thread_main();  // body of the worker's OS thread
 
@@ -134,8 +132,6 @@ class worker {
   fiber_rec* spare_fiber();
   fiber_rec* new_fiber();
   void idle_step();
-  // A channel's round without work: polls the network if the workers have not, else idles.
-  void channel_idle();
   void reset_idle();
   bool progress_and_release();
   void mark_idle();
@@ -189,12 +185,7 @@ class worker {
   int sleep_backoff_ = 0;
   unsigned ticks_ = 0;
   held_credit credit_;
-  bool poll_due_ = false;  // the loop polls the network before it resumes another fiber
-  std::atomic<std::uint64_t> polls_{0};
-  std::uint64_t seen_worker_polls_ = 0;  // a channel: the workers' polls when it last looked,
-  std::uint64_t workers_polled_ns_ = 0;  // and when it last saw that count change
-  // How long the workers must not have polled before a channel polls in their place.
-  static constexpr std::uint64_t channel_stall_ns = 20'000;
+  bool poll_due_ = false;      // the loop polls the network before it resumes another fiber
   bool channel_sent_ = false;  // a channel was active since it last sent what the rank buffered
   bool active_ = false;
   bool traced_ = false;  // this worker records into its rank's trace (--rill:trace)

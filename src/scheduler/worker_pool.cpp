@@ -66,19 +66,13 @@ bool worker_pool::has_work(const worker& w) const {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // after the sleeper's announcement
 #endif
   if (w.has_local_work()) return true;
-  // A channel wakes for its own work (an arrival wakes every sleeper, and it looks who polled);
-  // a worker for arrivals and for what workers take (or steal).
+  // A channel wakes for its own work only (it does not poll); a worker for arrivals and for what
+  // workers take (or steal).
   if (w.channel()) return channel_work_.nonempty(std::memory_order_seq_cst);
   if (services_.has_input() || injected_.nonempty(std::memory_order_seq_cst)) return true;
   for (int i = 0; i < workers_; ++i)
     if (threads_[static_cast<std::size_t>(i)]->has_local_work()) return true;
   return false;
-}
-
-std::uint64_t worker_pool::worker_polls() const {
-  std::uint64_t n = 0;
-  for (int i = 0; i < workers_; ++i) n += threads_[static_cast<std::size_t>(i)]->polls();
-  return n;
 }
 
 bool worker_pool::quiet() const {
@@ -100,9 +94,7 @@ void worker_pool::sleep(const worker& w, bool must_poll, int& backoff) {
   // arrived just before the sleeper announced itself (so its notify() saw no sleeper) is found by
   // the check for work after the announcement; the time limit is a last resort.
   using namespace std::chrono;
-  // A channel on MPI looks at least every 200 us whether the workers still poll (worker::channel_idle).
-  const int longest_us = w.channel() ? 200 : 1000;
-  const auto limit = must_poll ? microseconds(std::min(longest_us, 20 << std::min(backoff, 6))) : microseconds(5000);
+  const auto limit = must_poll ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
   std::unique_lock g(sleep_lock_);
   const std::uint64_t epoch = wake_epoch_;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);

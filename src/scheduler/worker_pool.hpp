@@ -1,10 +1,10 @@
 // The workers of one rank: starting and joining them, tasks injected from other threads, stealing
 // among them, and how idle ones sleep and are woken. Beside the workers, a rank may run
 // data-movement channels (--rill:channels): threads that run only the work handed to them
-// (submit_to_channel: copies, fills, reductions) and poll the network, so that transfers and
-// messages between ranks go on while every worker runs a long task (Realm's DMA threads). A
-// channel is a worker object too (fibers, message handling, per-thread state by index) that
-// neither steals nor takes injected tasks; the tasks it spawns go to the workers.
+// (submit_to_channel: copies, fills, reductions), so that data moves while every worker runs a
+// task and no worker spends its time moving it (Realm's DMA threads). A channel is a worker
+// object too (fibers, per-thread state by index) that neither steals, nor takes injected tasks,
+// nor polls the network; the tasks its work releases go to the workers.
 //
 // The sleep/wake protocol, in short (scheduler/README.md has the whole argument): an idle worker
 // announces itself in sleepers_ under sleep_lock_, checks for work once more, and waits on the
@@ -102,8 +102,6 @@ class worker_pool {
   void sleep(const worker& w, bool must_poll, int& backoff);
 
   std::atomic<int> active{0};  // workers and channels doing something (termination)
-  // How often the workers (not the channels) have polled the network, together.
-  std::uint64_t worker_polls() const;
 
  private:
   rank_services& services_;

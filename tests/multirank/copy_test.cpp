@@ -132,35 +132,35 @@ TEST_P(copies, between_every_memory_layout_and_rank) {
 
 // A task that keeps its worker, never yielding, until `copied` has triggered (or a minute has
 // passed, so that a copy that cannot move fails the test instead of hanging it).
-void keep_the_worker_until(rill::event copied, rill::user_event began) {
-  began.trigger();
+void keep_the_worker_until(rill::event copied) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   while (!copied.has_triggered() && std::chrono::steady_clock::now() < give_up) {
   }
 }
 
-TEST_P(copies, move_while_every_worker_runs_a_task_that_does_not_yield) {
+// A task that never yields issues a copy between two instances of its rank and waits for it
+// without yielding, while the rank's other workers do the same: only a data-movement channel can
+// move the data (with --rill:channels=0 nothing does, and the task gives up).
+TEST_P(copies, move_while_every_worker_of_their_rank_runs_a_task_that_does_not_yield) {
   both_ways(GetParam(), [](bool) {
-    const int last = rill::rank_n() - 1, workers = GetParam().workers;
-    const rill::index_space<1> line(rill::rect<1>{0, 199'999});  // 3.2 MB: pieces, under messages
+    const int last = rill::rank_n() - 1;
+    const rill::index_space<1> line(rill::rect<1>{0, 199'999});  // 3.2 MB
     const rill::instance src = made(rill::memory::system(last), line, rill::layout::soa());
-    const rill::instance dst = made(rill::memory::system(0), line, rill::layout::aos());
+    const rill::instance dst = made(rill::memory::registered(last), line, rill::layout::aos());
     reset(dst);
     write_codes<1>(src, line, 5);
-    // Every worker of every rank takes a task that does not yield (this one is one of rank 0's);
-    // the copy starts once they all run, so only the channels can move it.
-    std::vector<rill::user_event> began;
-    for (int r = 0; r < rill::rank_n(); ++r)
-      for (int w = r == 0 ? 1 : 0; w < workers; ++w) began.push_back(rill::user_event::create());
-    const rill::event copied =
-        rill::copy(src, dst, {key, weight}, rill::merge(std::vector<rill::event>(began.begin(), began.end())));
-    std::size_t next = 0;
-    for (int r = 0; r < rill::rank_n(); ++r)
-      for (int w = r == 0 ? 1 : 0; w < workers; ++w) rill::proc(r).spawn(keep_the_worker_until, copied, began[next++]);
-    keep_the_worker_until(copied, rill::user_event::create());
-    expect(copied.has_triggered(), "a copy did not move while the workers ran tasks");
-    copied.wait();
-    expect(wrong_points<1>(dst, line, line, 5) == 0, "a copy moved by the channels left points wrong");
+    const bool moved = rill::rpc(
+                           last,
+                           [](rill::instance s, rill::instance d, int workers) {
+                             const rill::event copied = rill::copy(s, d, {key, weight});
+                             for (int w = 1; w < workers; ++w) rill::proc::here().spawn(keep_the_worker_until, copied);
+                             keep_the_worker_until(copied);
+                             return copied.has_triggered();
+                           },
+                           src, dst, GetParam().workers)
+                           .get();
+    expect(moved, "a copy did not move while the workers ran tasks");
+    expect(wrong_points<1>(dst, line, line, 5) == 0, "a copy moved by a channel left points wrong");
     src.destroy().wait();
     dst.destroy().wait();
   });
