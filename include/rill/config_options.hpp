@@ -35,7 +35,7 @@
 #define RILL_SCHEDULER_OPTIONS(X)                                                                                     \
   X(scheduler, "workers", workers, int, 1, number(1, 1024), "cores / ranks on this node", per_rank,                   \
     "worker threads per rank")                                                                                        \
-  X(scheduler, "channels", channels, int, 1, number(0, 64), from_config, per_rank,                                    \
+  X(scheduler, "channels", channels, int, 1, number(0, 64), "1 if a core is spare, else 0", per_rank,               \
     "data-movement channel threads per rank: they run copies, fills and reductions, so that data moves while every "  \
     "worker runs a task (0: the workers move it)")                                                                    \
   X(scheduler, "stack", stack_bytes, std::size_t, 64 * 1024, bytes(8192, std::size_t{1} << 30), from_config,          \

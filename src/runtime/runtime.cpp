@@ -115,6 +115,9 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   detail::install_fault_report();
   detail::set_fault_handler_names(&detail::handler_name);
   if (!opts.was_given("workers")) cfg.workers = impl_->transport->cores_per_rank();
+  // A channel that must share its rank's cores with every worker costs more in hand-offs than it
+  // saves (R5 and COPY in docs/performance.md): by default there is one only if a core is left.
+  if (!opts.was_given("channels")) cfg.channels = impl_->transport->cores_per_rank() > cfg.workers ? 1 : 0;
   // Collective, like the start-up agreement: every rank learns the same description of the machine.
   const auto machine = detail::build_machine(
       *impl_->transport, cfg.workers,

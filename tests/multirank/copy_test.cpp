@@ -125,9 +125,9 @@ TEST_P(copies, between_every_memory_layout_and_rank) {
     copy_every_way<3>(rill::index_space<3>(rill::rect<3>{{0, 0, 0}, {3, 4, 2}}),
                       rill::index_space<3>::from_points(pts));
   };
-  both_ways(GetParam(), every_way);
-  // And without data-movement channels: the workers move the data.
+  // Moved by the workers, and by a data-movement channel.
   both_ways(GetParam(), every_way, {"--rill:channels=0"});
+  both_ways(GetParam(), every_way, {"--rill:channels=1"});
 }
 
 // A task that keeps its worker, never yielding, until `copied` has triggered (or a minute has
@@ -142,28 +142,31 @@ void keep_the_worker_until(rill::event copied) {
 // without yielding, while the rank's other workers do the same: only a data-movement channel can
 // move the data (with --rill:channels=0 nothing does, and the task gives up).
 TEST_P(copies, move_while_every_worker_of_their_rank_runs_a_task_that_does_not_yield) {
-  both_ways(GetParam(), [](bool) {
-    const int last = rill::rank_n() - 1;
-    const rill::index_space<1> line(rill::rect<1>{0, 199'999});  // 3.2 MB
-    const rill::instance src = made(rill::memory::system(last), line, rill::layout::soa());
-    const rill::instance dst = made(rill::memory::registered(last), line, rill::layout::aos());
-    reset(dst);
-    write_codes<1>(src, line, 5);
-    const bool moved = rill::rpc(
-                           last,
-                           [](rill::instance s, rill::instance d, int workers) {
-                             const rill::event copied = rill::copy(s, d, {key, weight});
-                             for (int w = 1; w < workers; ++w) rill::proc::here().spawn(keep_the_worker_until, copied);
-                             keep_the_worker_until(copied);
-                             return copied.has_triggered();
-                           },
-                           src, dst, GetParam().workers)
-                           .get();
-    expect(moved, "a copy did not move while the workers ran tasks");
-    expect(wrong_points<1>(dst, line, line, 5) == 0, "a copy moved by a channel left points wrong");
-    src.destroy().wait();
-    dst.destroy().wait();
-  });
+  both_ways(GetParam(),
+            [](bool) {
+              const int last = rill::rank_n() - 1;
+              const rill::index_space<1> line(rill::rect<1>{0, 199'999});  // 3.2 MB
+              const rill::instance src = made(rill::memory::system(last), line, rill::layout::soa());
+              const rill::instance dst = made(rill::memory::registered(last), line, rill::layout::aos());
+              reset(dst);
+              write_codes<1>(src, line, 5);
+              const bool moved = rill::rpc(
+                                     last,
+                                     [](rill::instance s, rill::instance d, int workers) {
+                                       const rill::event copied = rill::copy(s, d, {key, weight});
+                                       for (int w = 1; w < workers; ++w)
+                                         rill::proc::here().spawn(keep_the_worker_until, copied);
+                                       keep_the_worker_until(copied);
+                                       return copied.has_triggered();
+                                     },
+                                     src, dst, GetParam().workers)
+                                     .get();
+              expect(moved, "a copy did not move while the workers ran tasks");
+              expect(wrong_points<1>(dst, line, line, 5) == 0, "a copy moved by a channel left points wrong");
+              src.destroy().wait();
+              dst.destroy().wait();
+            },
+            {"--rill:channels=1"});
 }
 
 TEST_P(copies, large_copies_travel_in_pieces) {

@@ -513,10 +513,9 @@ TEST_F(Options, HelpShowsTheDefaultsOfConfigByLayer) {
   EXPECT_EQ(shown("steal"), "random");
   EXPECT_EQ(shown("stats"), "off");
   std::vector<std::string> words{"prog"};
-  for (const char* n :
-       {"ranks",       "stack",   "agg-bytes",       "agg-age-us",   "large-bytes",       "queue-buffers", "node-ring",
-        "chaos",       "log",     "idle-poll-us",    "inline-queue", "channels",          "hang-report-s", "steal",
-        "steal-batch", "segment", "shared-segments", "gas-cache",    "gas-cache-entries", "stats"})
+  for (const char* n : {"ranks", "stack", "agg-bytes", "agg-age-us", "large-bytes", "queue-buffers", "node-ring",
+                        "chaos", "log", "idle-poll-us", "inline-queue", "hang-report-s", "steal", "steal-batch",
+                        "segment", "shared-segments", "gas-cache", "gas-cache-entries", "stats"})
     words.push_back(std::string("--rill:") + n + "=" + shown(n));
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
@@ -534,7 +533,6 @@ TEST_F(Options, HelpShowsTheDefaultsOfConfigByLayer) {
   EXPECT_EQ(parsed.chaos, d.chaos);
   EXPECT_EQ(parsed.log, d.log);
   EXPECT_EQ(parsed.idle_poll_us, d.idle_poll_us);
-  EXPECT_EQ(parsed.channels, d.channels);
   EXPECT_EQ(parsed.inline_queue, d.inline_queue);
   EXPECT_EQ(parsed.hang_report_s, d.hang_report_s);
   EXPECT_EQ(parsed.steal, d.steal);
