@@ -484,6 +484,7 @@ void worker::wait_for_progress() {
   // Parked until the scheduling loop has polled the network once more (after at most a few
   // tasks); the loop runs other work meanwhile, on another fiber.
   fiber_rec* self = current_;
+  if (channel_ && blocked_.empty()) blocked_at_polls_ = pool_.worker_polls();
   blocked_.push_back(self);
   fiber_rec* next = credit_.units ? nullptr : take_ready();  // held credit: via the loop
   if (!next) next = spare_fiber();
@@ -493,9 +494,14 @@ void worker::wait_for_progress() {
 bool worker::progress_and_release() {
   // A channel never polls the network: the handlers would run beside the workers' tasks, which a
   // program with one worker per rank may count on not happening. A fiber of its own that waits for
-  // progress (back-pressure on a send) goes on once the workers have had a chance to poll.
-  if (channel_) std::this_thread::yield();
-  const bool did = !channel_ && pool_.services().progress(*this);
+  // progress (back-pressure on a send) goes on once a worker has polled since it began to wait;
+  // until then the channel idles and sleeps (idle_step).
+  if (channel_ && (blocked_.empty() || pool_.worker_polls() == blocked_at_polls_)) return false;
+  bool did = false;
+  if (!channel_) {
+    polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    did = pool_.services().progress(*this);
+  }
   for (fiber_rec* f : blocked_) push_local(f);
   blocked_.clear();
   return did;

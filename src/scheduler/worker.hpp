@@ -108,6 +108,8 @@ class worker {
   fiber_rec* current_fiber() const { return current_; }
   // Whether this worker records into its rank's trace (--rill:trace).
   bool traced() const { return traced_; }
+  // How often this worker has polled the network (written by its thread only).
+  std::uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
 
   void thread_main();  // body of the worker's OS thread
 
@@ -185,8 +187,10 @@ class worker {
   int sleep_backoff_ = 0;
   unsigned ticks_ = 0;
   held_credit credit_;
-  bool poll_due_ = false;      // the loop polls the network before it resumes another fiber
-  bool channel_sent_ = false;  // a channel was active since it last sent what the rank buffered
+  bool poll_due_ = false;  // the loop polls the network before it resumes another fiber
+  std::atomic<std::uint64_t> polls_{0};
+  std::uint64_t blocked_at_polls_ = 0;  // a channel: the workers' polls when blocked_ was begun
+  bool channel_sent_ = false;           // a channel was active since it last sent what the rank buffered
   bool active_ = false;
   bool traced_ = false;  // this worker records into its rank's trace (--rill:trace)
   std::thread thread_;

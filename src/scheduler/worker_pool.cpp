@@ -75,6 +75,12 @@ bool worker_pool::has_work(const worker& w) const {
   return false;
 }
 
+std::uint64_t worker_pool::worker_polls() const {
+  std::uint64_t n = 0;
+  for (int i = 0; i < workers_; ++i) n += threads_[static_cast<std::size_t>(i)]->polls();
+  return n;
+}
+
 bool worker_pool::quiet() const {
   if (active.load(std::memory_order_seq_cst) != 0) return false;
   if (injected_.nonempty() || channel_work_.nonempty()) return false;

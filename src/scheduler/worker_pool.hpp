@@ -101,6 +101,9 @@ class worker_pool {
   void notify_all();
   void sleep(const worker& w, bool must_poll, int& backoff);
 
+  // How often the workers (not the channels) have polled the network, together.
+  std::uint64_t worker_polls() const;
+
   std::atomic<int> active{0};  // workers and channels doing something (termination)
 
  private:
