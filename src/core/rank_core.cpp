@@ -40,7 +40,7 @@ void rank_core::on_idle(worker& w) {
 void rank_core::stop(int exit_code) {
   exit_code_ = exit_code;
   set_stopping();
-  pool_.notify_all();
+  pool_.wake_everyone();
 }
 
 rill::rank_stats rank_core::stats() {

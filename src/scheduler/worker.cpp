@@ -116,7 +116,7 @@ void worker::make_ready(fiber_rec* f) {
   do {
     f->next = head;
   } while (!remote_ready_.compare_exchange_weak(head, f, std::memory_order_release, std::memory_order_relaxed));
-  pool_.notify_all();
+  pool_.notify_thread_of(*this);
 }
 
 fiber_rec* worker::take_ready() {
@@ -425,16 +425,18 @@ void worker::idle_step() {
   // A rank that only learns of arrivals by polling (MPI) keeps polling for the whole window: a
   // reply that finds it asleep costs up to the sleep time, and two ranks that each sleep through
   // the other's messages stay slow. Ranks that are woken by arrivals need only a short spin.
-  // A channel, which does not poll, sleeps at once: channel work wakes it.
-  const std::uint64_t window = channel_    ? 0
-                               : must_poll ? pool_.idle_poll_ns()
-                                           : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
+  // A channel, which does not poll and is woken by channel work, spins as briefly: a transfer's
+  // steps come in bursts, and each that found it asleep would wait for its wake-up.
+  const std::uint64_t window =
+      must_poll && !channel_ ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
   if (now - idle_since_ns_ < window) {
     // Let other threads (another rank's process on an oversubscribed node) run now and then.
     std::this_thread::yield();
     return;
   }
-  pool_.sleep(*this, must_poll, sleep_backoff_);
+  // A channel whose fibers wait for the workers to poll (back-pressure) is woken by no one when
+  // they have: it sleeps briefly.
+  pool_.sleep(*this, must_poll || (channel_ && !blocked_.empty()), sleep_backoff_);
 }
 
 void worker::park(waiter& w) {

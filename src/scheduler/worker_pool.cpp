@@ -50,7 +50,7 @@ void worker_pool::submit_to_channel(task_record* t) {
     return;
   }
   channel_work_.push(t);
-  notify();
+  notify(channels_asleep_);
 }
 
 task_record* worker_pool::steal_for(int thief) {
@@ -89,23 +89,24 @@ bool worker_pool::quiet() const {
   return active.load(std::memory_order_seq_cst) == 0;
 }
 
-void worker_pool::notify_all() {
+void worker_pool::wake(sleep_group& group) {
   std::lock_guard g(sleep_lock_);
-  ++wake_epoch_;
-  sleep_cv_.notify_all();
+  ++group.epoch;
+  group.cv.notify_all();
 }
 
-void worker_pool::sleep(const worker& w, bool must_poll, int& backoff) {
+void worker_pool::sleep(const worker& w, bool short_sleeps, int& backoff) {
   // Polling ranks back off from 20 us to 1 ms between polls; others sleep until notified. Work that
   // arrived just before the sleeper announced itself (so its notify() saw no sleeper) is found by
   // the check for work after the announcement; the time limit is a last resort.
   using namespace std::chrono;
-  const auto limit = must_poll ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
+  const auto limit = short_sleeps ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
+  sleep_group& group = w.channel() ? channels_asleep_ : workers_asleep_;
   std::unique_lock g(sleep_lock_);
-  const std::uint64_t epoch = wake_epoch_;
-  sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  sleep_cv_.wait_for(g, limit, [&] { return wake_epoch_ != epoch || services_.stopping() || has_work(w); });
-  sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  const std::uint64_t epoch = group.epoch;
+  group.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  group.cv.wait_for(g, limit, [&] { return group.epoch != epoch || services_.stopping() || has_work(w); });
+  group.sleepers.fetch_sub(1, std::memory_order_relaxed);
   ++backoff;
 }
 

@@ -7,12 +7,14 @@
 // nor polls the network; the tasks its work releases go to the workers.
 //
 // The sleep/wake protocol, in short (scheduler/README.md has the whole argument): an idle worker
-// announces itself in sleepers_ under sleep_lock_, checks for work once more, and waits on the
-// condition variable with a time limit. A waker makes its work visible, then (notify) a seq_cst
-// fence and a load of sleepers_: either the sleeper's check sees the work or the waker sees the
-// sleeper and bumps wake_epoch_ under the lock. Work a worker pushes on its own deque skips the
-// fence (notify_spawned): a sleeper may then miss it and sleep out its limit, but the task is never
-// lost, since its worker runs it.
+// announces itself in its group's `sleepers` under sleep_lock_, checks for work once more, and
+// waits on the group's condition variable with a time limit. A waker makes its work visible, then
+// (notify) a seq_cst fence and a load of `sleepers`: either the sleeper's check sees the work or
+// the waker sees the sleeper and bumps the group's `epoch` under the lock. Work a worker pushes on its own deque skips
+// the fence (notify_spawned): a sleeper may then miss it and sleep out its limit, but the task is never lost, since its
+// worker runs it. Channels sleep apart (their own condition variable, count and epoch): they wait for channel work
+// only, and a worker that pushes a task must not wake them -- with a channel asleep, every spawn on the rank used to
+// cost a wake-up that found nothing to do.
 #pragma once
 
 #include <atomic>
@@ -80,26 +82,33 @@ class worker_pool {
   // for a worker a task (its own, injected, or one it could steal), for a channel channel work.
   bool has_work(const worker& w) const;
   // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
-  void notify() {
-    // Pairs with the sleeper's seq_cst increment of sleepers_ and its check for work: either the
-    // sleeper sees the work, or this sees the sleeper.
-#if RILL_TSAN
-    // ThreadSanitizer does not support fences; an RMW on sleepers_ orders the same way.
-    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) notify_all();
-#else
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
-#endif
-  }
+  void notify() { notify(workers_asleep_); }
   // notify() for a task a worker pushed onto its own deque, without the fence. A sleeper that
   // announced itself just as the push was made may miss it and sleep out its time limit (20 us to
   // 5 ms); the task is never lost: its worker runs it when nobody steals it. The fence cost 2 % of
   // a UTS traversal on 2 workers (as TBB argues for its spawns: parallelism is offered, not promised).
   void notify_spawned() {
-    if (sleepers_.load(std::memory_order_relaxed) > 0) notify_all();
+    if (workers_asleep_.sleepers.load(std::memory_order_relaxed) > 0) wake(workers_asleep_);
   }
-  void notify_all();
-  void sleep(const worker& w, bool must_poll, int& backoff);
+  // Wakes the sleeping workers unconditionally.
+  void notify_all() { wake(workers_asleep_); }
+  // Wakes the thread that `w` is, or would be, sleeping as: a fiber of its own was made ready.
+  void notify_thread_of(const worker& w) { wake(w.channel() ? channels_asleep_ : workers_asleep_); }
+  // Wakes everyone, workers and channels (the rank stops).
+  void wake_everyone() {
+    wake(workers_asleep_);
+    wake(channels_asleep_);
+  }
+  // `w` idles: sleeps until woken or for a time limit, short (20 us, doubling to 1 ms) when
+  // `short_sleeps` (a rank that must poll to learn of arrivals, or a channel waiting for the
+  // workers to poll), else 5 ms.
+  void sleep(const worker& w, bool short_sleeps, int& backoff);
+
+  // How often the channels' (or the workers') sleep group was woken.
+  std::uint64_t wakes(bool channels) {
+    std::lock_guard g(sleep_lock_);
+    return channels ? channels_asleep_.epoch : workers_asleep_.epoch;
+  }
 
   // How often the workers (not the channels) have polled the network, together.
   std::uint64_t worker_polls() const;
@@ -115,10 +124,27 @@ class worker_pool {
   const std::uint64_t idle_poll_ns_;
   locked_task_queue injected_;
   locked_task_queue channel_work_;
+  // The threads of one kind asleep.
+  struct sleep_group {
+    std::condition_variable cv;
+    std::atomic<int> sleepers{0};
+    std::uint64_t epoch = 0;  // guarded by sleep_lock_
+  };
+  void notify(sleep_group& g) {
+    // Pairs with the sleeper's seq_cst increment of sleepers and its check for work: either the
+    // sleeper sees the work, or this sees the sleeper.
+#if RILL_TSAN
+    // ThreadSanitizer does not support fences; an RMW on sleepers orders the same way.
+    if (g.sleepers.fetch_add(0, std::memory_order_seq_cst) > 0) wake(g);
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (g.sleepers.load(std::memory_order_relaxed) > 0) wake(g);
+#endif
+  }
+  void wake(sleep_group& g);
   std::mutex sleep_lock_;
-  std::condition_variable sleep_cv_;
-  std::atomic<int> sleepers_{0};
-  std::uint64_t wake_epoch_ = 0;  // guarded by sleep_lock_
+  sleep_group workers_asleep_;
+  sleep_group channels_asleep_;
 };
 
 }  // namespace rill::detail
