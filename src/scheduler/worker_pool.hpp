@@ -10,11 +10,10 @@
 // announces itself in its group's `sleepers` under sleep_lock_, checks for work once more, and
 // waits on the group's condition variable with a time limit. A waker makes its work visible, then
 // (notify) a seq_cst fence and a load of `sleepers`: either the sleeper's check sees the work or
-// the waker sees the sleeper and bumps the group's `epoch` under the lock. Work a worker pushes on its own deque skips
-// the fence (notify_spawned): a sleeper may then miss it and sleep out its limit, but the task is never lost, since its
-// worker runs it. Channels sleep apart (their own condition variable, count and epoch): they wait for channel work
-// only, and a worker that pushes a task must not wake them -- with a channel asleep, every spawn on the rank used to
-// cost a wake-up that found nothing to do.
+// the waker sees the sleeper and bumps the group's `epoch` under the lock. Work a worker pushes on
+// its own deque skips the fence (notify_spawned): a sleeper may then miss it and sleep out its
+// limit, but the task is never lost, since its worker runs it. Channels sleep in a group of their
+// own: they wait for channel work only, and a spawn must not wake them.
 #pragma once
 
 #include <atomic>
