@@ -57,35 +57,49 @@ struct shipped_callable {
   Fn unpack() const { return load_callable<Fn>(bytes); }
 };
 
-// Runs body() as a task on the calling rank once `pre` has triggered, then triggers `done`;
-// poisons `done` instead when pre is poisoned or body throws.
+// Runs body(); what it throws poisons `done` (as a failed task) and makes this return false.
 template <class Body>
-void spawn_when(event pre, event done, Body&& body) {
-  auto run = [done, b = std::forward<Body>(body)]() mutable {
-    try {
-      b();
-    } catch (const std::exception& e) {
-      event_task_failed(done, typeid(e).name(), e.what());
-      return;
-    } catch (...) {
-      event_task_failed(done, "unknown exception", "a task threw something that is not a std::exception");
-      return;
-    }
-    event_trigger(done);
-  };
+bool run_guarded(event done, Body& body) {
+  try {
+    body();
+    return true;
+  } catch (const std::exception& e) {
+    event_task_failed(done, typeid(e).name(), e.what());
+  } catch (...) {
+    event_task_failed(done, "unknown exception", "a task threw something that is not a std::exception");
+  }
+  return false;
+}
+
+// Hands make_task(run) to `submit` (a worker's queue, a channel's) once `pre` has triggered;
+// poisons `done` instead when pre is poisoned.
+template <class Run>
+void submit_when(event pre, event done, Run run, void (*submit)(task_record*)) {
   if (pre.is_none()) {
-    task_submit(make_task(std::move(run)));
+    submit(make_task(std::move(run)));
     return;
   }
   when_triggered(
       pre,
-      [done, r = std::move(run)](const poison_ptr& cause) mutable {
+      [done, submit, r = std::move(run)](const poison_ptr& cause) mutable {
         if (cause)
           event_poison(done, cause);
         else
-          task_submit(make_task(std::move(r)));
+          submit(make_task(std::move(r)));
       },
       waiter_kind::task, done);
+}
+
+// Runs body() as a task on the calling rank once `pre` has triggered, then triggers `done`;
+// poisons `done` instead when pre is poisoned or body throws.
+template <class Body>
+void spawn_when(event pre, event done, Body&& body) {
+  submit_when(
+      pre, done,
+      [done, b = std::forward<Body>(body)]() mutable {
+        if (run_guarded(done, b)) event_trigger(done);
+      },
+      &task_submit);
 }
 
 template <class Fn>

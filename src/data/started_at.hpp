@@ -2,14 +2,13 @@
 // rank once its precondition has triggered (scheduler/channel.hpp), with an event that its own code
 // triggers when the transfer is complete -- on whichever rank that is.
 #pragma once
-#include <exception>
 #include <tuple>
 #include <type_traits>
-#include <typeinfo>
 #include <utility>
 
 #include "rill/am.hpp"
 #include "rill/event.hpp"
+#include "rill/proc.hpp"
 #include "rill/task.hpp"
 #include "scheduler/channel.hpp"
 
@@ -25,26 +24,13 @@ void on_channel(F&& fn) {
 // poisons `done` with the same cause, and so does what fn throws.
 template <class F, class... Args>
 void on_channel_when(event pre, event done, F fn, std::tuple<Args...> args) {
-  auto run = [done, fn, a = std::move(args)]() mutable {
-    try {
-      std::apply([&](Args&... v) { fn(v..., done); }, a);
-    } catch (const std::exception& e) {
-      event_task_failed(done, typeid(e).name(), e.what());
-    }
-  };
-  if (pre.is_none()) {
-    on_channel(std::move(run));
-    return;
-  }
-  when_triggered(
-      pre,
-      [done, r = std::move(run)](const poison_ptr& cause) mutable {
-        if (cause)
-          event_poison(done, cause);
-        else
-          on_channel(std::move(r));
+  submit_when(
+      pre, done,
+      [done, fn, a = std::move(args)]() mutable {
+        auto body = [&] { std::apply([&](Args&... v) { fn(v..., done); }, a); };
+        run_guarded(done, body);
       },
-      waiter_kind::task, done);
+      &channel_submit);
 }
 
 // Runs fn(args..., done) on a channel of `rank` once `after` has triggered and returns `done`, a
