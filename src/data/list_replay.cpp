@@ -19,6 +19,7 @@
 #include "data/data_module.hpp"
 #include "data/field_rows.hpp"
 #include "data/started_at.hpp"
+#include "data/transfer.hpp"
 #include "rill/am.hpp"
 #include "rill/proc.hpp"
 #include "rill/reduction.hpp"
@@ -29,7 +30,7 @@
 namespace rill::detail {
 namespace {
 
-constexpr std::size_t piece_bytes = std::size_t{1} << 20;  // as copies: see copy.cpp
+using transfers::piece_bytes;  // as copies
 constexpr const char* what = "rill::replay_into";
 
 struct replay {
