@@ -71,21 +71,21 @@ bool run_guarded(event done, Body& body) {
   return false;
 }
 
-// Hands make_task(run) to `submit` (a worker's queue, a channel's) once `pre` has triggered;
-// poisons `done` instead when pre is poisoned.
-template <class Run>
-void submit_when(event pre, event done, Run run, void (*submit)(task_record*)) {
+// Hands make_task(run) to Submit (a worker's queue, a channel's) once `pre` has triggered;
+// poisons `done` instead when pre is poisoned. Submit is a template argument: a direct call.
+template <void (*Submit)(task_record*), class Run>
+void submit_when(event pre, event done, Run run) {
   if (pre.is_none()) {
-    submit(make_task(std::move(run)));
+    Submit(make_task(std::move(run)));
     return;
   }
   when_triggered(
       pre,
-      [done, submit, r = std::move(run)](const poison_ptr& cause) mutable {
+      [done, r = std::move(run)](const poison_ptr& cause) mutable {
         if (cause)
           event_poison(done, cause);
         else
-          submit(make_task(std::move(r)));
+          Submit(make_task(std::move(r)));
       },
       waiter_kind::task, done);
 }
@@ -94,12 +94,9 @@ void submit_when(event pre, event done, Run run, void (*submit)(task_record*)) {
 // poisons `done` instead when pre is poisoned or body throws.
 template <class Body>
 void spawn_when(event pre, event done, Body&& body) {
-  submit_when(
-      pre, done,
-      [done, b = std::forward<Body>(body)]() mutable {
-        if (run_guarded(done, b)) event_trigger(done);
-      },
-      &task_submit);
+  submit_when<&task_submit>(pre, done, [done, b = std::forward<Body>(body)]() mutable {
+    if (run_guarded(done, b)) event_trigger(done);
+  });
 }
 
 template <class Fn>

@@ -16,7 +16,8 @@ namespace rill::detail::transfers {
 // unpacking to the destination. A piece that finds no room while none of the transfer's is
 // staged goes as a message instead. Acknowledgements come back to this process and carry the
 // state's address; while pieces are staged the state keeps itself alive (`self`).
-// At the source's rank; `done` triggers at the destination's with the last piece.
+//
+// Called at the source's rank; `done` triggers at the destination's rank with the last piece.
 void stage_pieces(std::shared_ptr<const instance_record> rec, std::vector<const field_placement*> fields, instance src,
                   instance dst, const transfer& t, std::vector<std::vector<rect<3>>> pieces, event done);
 

@@ -24,13 +24,10 @@ void on_channel(F&& fn) {
 // poisons `done` with the same cause, and so does what fn throws.
 template <class F, class... Args>
 void on_channel_when(event pre, event done, F fn, std::tuple<Args...> args) {
-  submit_when(
-      pre, done,
-      [done, fn, a = std::move(args)]() mutable {
-        auto body = [&] { std::apply([&](Args&... v) { fn(v..., done); }, a); };
-        run_guarded(done, body);
-      },
-      &channel_submit);
+  submit_when<&channel_submit>(pre, done, [done, fn, a = std::move(args)]() mutable {
+    auto body = [&] { std::apply([&](Args&... v) { fn(v..., done); }, a); };
+    run_guarded(done, body);
+  });
 }
 
 // Runs fn(args..., done) on a channel of `rank` once `after` has triggered and returns `done`, a
