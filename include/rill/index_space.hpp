@@ -164,6 +164,8 @@ class index_space {
   static index_space adopt(std::vector<rect<N>> rects);
   template <int M>
   friend index_space<3> padded_to_3d(const index_space<M>& space);
+  template <int M>
+  friend index_space<M> unpadded_from_3d(const index_space<3>& space);
 
   std::vector<rect<N>> rects_;
   rect<N> bounds_;
@@ -187,6 +189,25 @@ index_space<3> padded_to_3d(const index_space<N>& space) {
       rects.push_back(p);
     }
     return index_space<3>::adopt(std::move(rects));
+  }
+}
+
+// The reverse of padded_to_3d: a space of 3 dimensions whose coordinates beyond the first N are
+// all 0, as a space of N dimensions (what the padding of one of N made). Coordinates dropped are
+// not checked: the caller knows the space was padded from N.
+template <int N>
+index_space<N> unpadded_from_3d(const index_space<3>& space) {
+  if constexpr (N == 3) {
+    return space;
+  } else {
+    std::vector<rect<N>> rects;
+    rects.reserve(space.rects().size());
+    for (const rect<3>& r : space.rects()) {
+      rect<N> q;
+      for (int d = 0; d < N; ++d) q.lo[d] = r.lo[d], q.hi[d] = r.hi[d];
+      rects.push_back(q);
+    }
+    return index_space<N>::adopt(std::move(rects));
   }
 }
 

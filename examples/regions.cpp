@@ -1,0 +1,57 @@
+// The example of docs/regions.md: an irregular graph cut into pieces the way Circuit cuts it.
+// Nodes are split equally; each piece takes the edges that leave its nodes (a preimage of the
+// edges' `from` field), and its ghost nodes are those its edges reach outside it (an image of
+// `to`, less its own nodes). The tree then answers which pieces can touch each other's data.
+#include <cstdio>
+#include <vector>
+
+#include "rill/rill.hpp"
+
+int main(int argc, char** argv) {
+  rill::runtime rt(argc, argv);
+  return rt.run([] {
+    constexpr rill::field<double> voltage{1};
+    constexpr rill::field<rill::point<1>> from{2}, to{3};
+    constexpr int node_count = 1000, edge_count = 4000, pieces = 4;
+    const rill::region nodes = rill::region::create(rill::rect<1>{0, node_count - 1}, rill::field_space{voltage});
+    const rill::region edges = rill::region::create(rill::rect<1>{0, edge_count - 1}, rill::field_space{from, to});
+
+    // The edges' data, written on the last rank: mostly short edges, one in eight far.
+    const int keeper = rill::rank_n() - 1;
+    auto [wires, ready] = rill::instance::create(rill::memory::system(keeper), edges.space<1>(), edges.fields());
+    const rill::event wired = rill::proc(keeper).spawn(
+        rill::after(ready),
+        [](rill::instance w) {
+          rill::accessor<rill::point<1>, 1> f(w, from), t(w, to);
+          for (rill::coord_t e = 0; e < edge_count; ++e) {
+            const rill::coord_t a = e / 4, hop = e % 8 == 0 ? 397 : 1 + e % 5;
+            f[{e}] = {a};
+            t[{e}] = {(a + hop) % node_count};
+          }
+        },
+        wires);
+
+    const rill::partition owned = rill::partition_equal(nodes, pieces);
+    std::vector<rill::index_space<1>> mine;
+    for (std::size_t c = 0; c < owned.colors(); ++c) mine.push_back(owned.subregion(c).space<1>());
+    // Each piece's edges: those whose `from` is one of its nodes.
+    const auto edge_spaces = rill::subspaces_by_preimage(wires, from, edges.space<1>(), mine, wired).get();
+    const rill::partition edge_pieces = rill::partition_by_subspaces(edges, edge_spaces);
+    // Each piece's ghosts: the nodes its edges reach, less its own.
+    auto reached = rill::subspaces_by_image(wires, to, edge_spaces, nodes.space<1>(), wired).get();
+    for (std::size_t c = 0; c < reached.size(); ++c) reached[c] = reached[c].subtract(mine[c]);
+    const rill::partition ghosts = rill::partition_by_subspaces(nodes, reached);
+
+    for (std::size_t c = 0; c < pieces; ++c)
+      std::printf("piece %zu: %zu nodes, %zu edges, %zu ghost nodes\n", c, owned.subregion(c).volume(),
+                  edge_pieces.subregion(c).volume(), ghosts.subregion(c).volume());
+    std::printf("edge pieces: %s, %s; ghosts: %s\n", edge_pieces.disjoint() ? "disjoint" : "aliased",
+                edge_pieces.complete() ? "complete" : "incomplete", ghosts.disjoint() ? "disjoint" : "aliased");
+    // Decided by the tree (one disjoint partition), then by the points (two partitions).
+    std::printf("owned 0 and owned 1 overlap: %s; owned 1 and ghosts of 0 overlap: %s\n",
+                rill::regions_overlap(owned.subregion(0), owned.subregion(1)) ? "yes" : "no",
+                rill::regions_overlap(owned.subregion(1), ghosts.subregion(0)) ? "yes" : "no");
+    wires.destroy().wait();
+    return 0;
+  });
+}
