@@ -1,7 +1,8 @@
 // The example of docs/regions.md: an irregular graph cut into pieces the way Circuit cuts it.
 // Nodes are split equally; each piece takes the edges that leave its nodes (a preimage of the
 // edges' `from` field), and its ghost nodes are those its edges reach outside it (an image of
-// `to`, less its own nodes). The tree then answers which pieces can touch each other's data.
+// `to`, less its own nodes). The tree then answers which pieces can touch each other's data, and
+// launches on the pieces write the nodes' voltages and sum them.
 #include <cstdio>
 #include <vector>
 
@@ -51,6 +52,27 @@ int main(int argc, char** argv) {
     std::printf("owned 0 and owned 1 overlap: %s; owned 1 and ghosts of 0 overlap: %s\n",
                 rill::regions_overlap(owned.subregion(0), owned.subregion(1)) ? "yes" : "no",
                 rill::regions_overlap(owned.subregion(1), ghosts.subregion(0)) ? "yes" : "no");
+
+    // Launches: every piece sets its nodes' voltage to its color, then one task sums them all,
+    // after the four (it reads what they wrote).
+    rill::index_launch(
+        [](const rill::physical_regions& rs, std::size_t color) {
+          auto v = rs[0].write<double, 1>(voltage);
+          rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = static_cast<double>(color); });
+        },
+        owned, {rill::req(owned, {voltage.id}, rill::privilege::write_discard)});
+    rill::promise<double> sum;
+    rill::launch(
+        [](const rill::physical_regions& rs, rill::promise<double> out) {
+          auto v = rs[0].read<double, 1>(voltage);
+          double s = 0;
+          rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { s += v[p]; });
+          out.put(s);
+        },
+        {rill::req(nodes, {voltage.id}, rill::privilege::read_only)}, sum);
+    const rill::launch_counts counts = rill::launch_counts_here();
+    std::printf("sum of voltages: %.1f after %llu launches\n", sum.get_future().get(),
+                static_cast<unsigned long long>(counts.launches));
     wires.destroy().wait();
     return 0;
   });

@@ -27,6 +27,7 @@
 #include "rill/index_space.hpp"
 #include "rill/instance.hpp"
 #include "rill/launcher.hpp"
+#include "rill/launch.hpp"
 #include "rill/layout.hpp"
 #include "rill/lco.hpp"
 #include "rill/machine.hpp"

@@ -5,6 +5,7 @@
 #include "events/events_module.hpp"
 #include "global/global_module.hpp"
 #include "machine/machine_module.hpp"
+#include "regions/launch_analysis.hpp"
 #include "regions/region_forest.hpp"
 #include "runtime/termination.hpp"
 #include "steal/remote_steal.hpp"
@@ -22,6 +23,7 @@ void add_builtin_modules(rank_core& core, const rill::config& cfg, std::shared_p
   m.add<remote_steal>(core, model, cfg);
   m.add<data_module>(core.id(), model, global);
   m.add<region_forest>(core.id());
+  m.add<launch_analysis>();
   m.add<termination>(core, audit);
   core.modules_ready();
 }

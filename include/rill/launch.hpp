@@ -1,0 +1,173 @@
+// Task launches on logical regions (Iris §II-B/C): a task says which regions it uses, which of
+// their fields and how (its privilege); the runtime finds what it must wait for, where it runs,
+// and the data it needs there, and never makes the issuer wait.
+//
+//   constexpr rill::field<double> t{1};
+//   rill::event a = rill::launch(init, {rill::req(grid, {t}, rill::privilege::write_discard)});
+//   rill::event b = rill::index_launch(step, strips, {rill::req(strips, {t}, rill::privilege::read_write)});
+//   rill::event c = rill::launch(sum, {rill::req(grid, {t}, rill::privilege::read_only)});  // after b
+//
+//   void step(const rill::physical_regions& rs, std::size_t color) {
+//     auto v = rs[0].write<double, 2>(t);                     // an accessor over its points
+//     ...
+//   }
+//
+// Launches are analysed in the order the issuing rank makes them (program order): a launch waits
+// for the earlier ones whose regions share points with its own (found through the region tree,
+// rill::regions_overlap), whose fields meet its own, and whose privileges conflict with its own
+// (two reads never do). Each requirement is mapped to an instance on the rank the task runs on:
+// an instance of that rank that already holds the region's fields is reused, and only points it
+// does not hold valid data for are copied in, from instances that do (rill/copy.hpp). A write
+// makes the instance it went to the only valid one for its points. Where a task runs is the
+// mapper's choice (rill::set_mapper): by default the rank whose instances hold most of its data
+// valid, else the issuing rank (a single launch) or color modulo the ranks (a point of an index
+// launch). See docs/regions.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "rill/error.hpp"
+#include "rill/event.hpp"
+#include "rill/field_space.hpp"
+#include "rill/instance.hpp"
+#include "rill/proc.hpp"
+#include "rill/region.hpp"
+
+namespace rill {
+
+enum class privilege : std::uint8_t {
+  read_only,      // reads; commutes with other reads
+  read_write,     // reads and writes
+  write_discard,  // writes every point it keeps; what was there before is not brought in
+};
+
+// What a task asks of a region: the region (or, in an index launch, a partition whose subregion of
+// the point's color is meant), some of its fields, and a privilege.
+struct requirement {
+  region reg;
+  partition part;
+  std::vector<field_id> fields;
+  privilege priv = privilege::read_write;
+};
+inline requirement req(region r, std::vector<field_id> fields, privilege p) { return {r, {}, std::move(fields), p}; }
+inline requirement req(partition part, std::vector<field_id> fields, privilege p) {
+  return {{}, part, std::move(fields), p};
+}
+
+// Element T of a field, read only.
+template <class T, int N>
+class read_accessor {
+ public:
+  explicit read_accessor(accessor<T, N> a) : a_(a) {}
+  const T& operator[](const point<N>& p) const { return a_[p]; }
+  const rect<N>& bounds() const { return a_.bounds(); }
+
+ private:
+  accessor<T, N> a_;
+};
+
+// A region as a task holds it: the region, the instance its data is in on the task's rank, and
+// the privilege the task has.
+struct physical_region {
+  region reg;
+  instance inst;
+  privilege priv = privilege::read_only;
+
+  template <class T, int N>
+  read_accessor<T, N> read(field<T> f) const {
+    return read_accessor<T, N>(accessor<T, N>(inst, f));
+  }
+  // Throws rill::misuse_error under read_only.
+  template <class T, int N>
+  accessor<T, N> write(field<T> f) const {
+    if (priv == privilege::read_only)
+      throw misuse_error("rill::physical_region::write: the task has region " + std::to_string(reg.id()) +
+                         " read-only");
+    return accessor<T, N>(inst, f);
+  }
+};
+static_assert(std::is_trivially_copyable_v<physical_region>);
+using physical_regions = std::vector<physical_region>;
+
+// Where a task runs. `valid_bytes[r]`: bytes of its requirements' fields that instances of rank r
+// hold valid now; `color`: the point's color in an index launch (-1 for a single launch).
+struct mapping_query {
+  const std::vector<requirement>& reqs;
+  std::vector<std::size_t> valid_bytes;
+  std::int64_t color;
+};
+class mapper {
+ public:
+  virtual ~mapper() = default;
+  // The rank to run the task on (0 .. rank_n()-1).
+  virtual int map_task(const mapping_query& q) = 0;
+};
+// The mapper of the calling rank's launches from now on (null: the default).
+void set_mapper(std::shared_ptr<mapper> m);
+
+// What the calling rank's launches have done so far.
+struct launch_counts {
+  std::uint64_t launches = 0;        // tasks launched (points of index launches each count)
+  std::uint64_t instances_made = 0;  // instances made for them
+  std::uint64_t copies = 0;          // copies issued to bring data where a task runs
+  std::uint64_t bytes_copied = 0;    // bytes those copies move
+};
+launch_counts launch_counts_here();
+
+namespace detail {
+// What a launch's analysis decided: the rank, what the task waits for, its physical regions,
+// and the event the launch's users are recorded under (triggered with the task's).
+struct launch_plan {
+  int rank;
+  event pre;
+  physical_regions regions;
+  user_event done;
+};
+// Analyses a launch of `reqs` (regions, not partitions) in program order on the calling rank.
+launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color);
+// The requirements of point `color` of an index launch: each partition replaced by its subregion.
+std::vector<requirement> project(const std::vector<requirement>& reqs, std::size_t color);
+}  // namespace detail
+
+// Runs fn(regions, args...) once the earlier launches it conflicts with, its data and `pre` are
+// ready; returns its completion event at once.
+template <class F, class... Args>
+event launch(after pre, F&& fn, const std::vector<requirement>& reqs, Args&&... args) {
+  detail::launch_plan plan = detail::plan_launch(reqs, pre.ev, -1);
+  const event ran =
+      proc(plan.rank).spawn(after(plan.pre), std::forward<F>(fn), std::move(plan.regions), std::forward<Args>(args)...);
+  plan.done.trigger(ran);
+  return plan.done;
+}
+template <class F, class... Args>
+requires(!std::is_same_v<std::decay_t<F>, after>) event
+    launch(F&& fn, const std::vector<requirement>& reqs, Args&&... args) {
+  return launch(after(event::none()), std::forward<F>(fn), reqs, std::forward<Args>(args)...);
+}
+
+// Runs fn(regions, color, args...) for every color of `over`, each point with its requirements'
+// partitions replaced by their subregions of that color; returns the event of all of them.
+template <class F, class... Args>
+event index_launch(after pre, F fn, partition over, const std::vector<requirement>& reqs, const Args&... args) {
+  std::vector<event> points;
+  points.reserve(over.colors());
+  for (std::size_t c = 0; c < over.colors(); ++c) {
+    detail::launch_plan plan = detail::plan_launch(detail::project(reqs, c), pre.ev, static_cast<std::int64_t>(c));
+    const event ran = proc(plan.rank).spawn(after(plan.pre), fn, std::move(plan.regions), c, args...);
+    plan.done.trigger(ran);
+    points.push_back(plan.done);
+  }
+  return merge(points);
+}
+template <class F, class... Args>
+requires(!std::is_same_v<std::decay_t<F>, after>) event
+    index_launch(F fn, partition over, const std::vector<requirement>& reqs, const Args&... args) {
+  return index_launch(after(event::none()), fn, over, reqs, args...);
+}
+
+}  // namespace rill

@@ -1,0 +1,269 @@
+// Launches on logical regions (rill/launch.hpp): random programs of launches over an aliased region
+// tree, on ranks the default or a random mapper picks, against the same program run sequentially;
+// independent launches running while an earlier one is held back, and dependent ones not; a
+// second read of unchanged data moving no bytes; and what is refused.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "data_harness.hpp"
+#include "harness.hpp"
+#include "rill/launch.hpp"
+#include "rill/partition.hpp"
+
+namespace rill_test {
+namespace {
+
+class launches : public ::testing::TestWithParam<setup> {};
+
+using data::misuse_of;
+using data::poison_of;
+using data::says;
+
+constexpr rill::field<std::uint64_t> fa{1}, fb{2};
+const rill::field_space ab{fa, fb};
+constexpr rill::coord_t points = 48;
+
+enum class kind : std::uint8_t { read_write, write_discard, read_only };
+struct op {
+  kind k;
+  std::uint64_t id;
+  std::uint8_t mask;  // bit 0: fa, bit 1: fb
+};
+
+std::vector<rill::field_id> fields_of(std::uint8_t mask) {
+  std::vector<rill::field_id> out;
+  if (mask & 1) out.push_back(fa.id);
+  if (mask & 2) out.push_back(fb.id);
+  return out;
+}
+
+rill::privilege privilege_of(kind k) {
+  return k == kind::read_only    ? rill::privilege::read_only
+         : k == kind::read_write ? rill::privilege::read_write
+                                 : rill::privilege::write_discard;
+}
+
+// What an op does to a point's value, or adds to a read's checksum: the same in the tasks and in
+// the sequential model.
+std::uint64_t written(const op& o, std::uint64_t old, rill::coord_t p) {
+  return o.k == kind::read_write ? old * 5 + o.id : o.id * 1000 + static_cast<std::uint64_t>(p);
+}
+std::uint64_t checksum_step(std::uint64_t sum, std::uint64_t v) { return sum * 31 + v; }
+
+// The body of every launch: applies o to its region's fields, or sums them.
+std::uint64_t apply(const rill::physical_region& r, const op& o) {
+  const rill::index_space<1> space = r.reg.space<1>();
+  std::uint64_t sum = 0;
+  for (rill::field_id f : fields_of(o.mask)) {
+    const rill::field<std::uint64_t> typed{f};
+    if (o.k == kind::read_only) {
+      auto acc = r.read<std::uint64_t, 1>(typed);
+      space.for_each_point([&](const rill::point<1>& p) { sum = checksum_step(sum, acc[p]); });
+    } else {
+      auto acc = r.write<std::uint64_t, 1>(typed);
+      space.for_each_point([&](const rill::point<1>& p) { acc[p] = written(o, acc[p], p[0]); });
+    }
+  }
+  return sum;
+}
+
+struct model {
+  std::map<rill::field_id, std::vector<std::uint64_t>> v;
+  model() {
+    for (rill::field_id f : {fa.id, fb.id}) v[f].assign(points, 0);
+  }
+  std::uint64_t run(const op& o, const rill::index_space<1>& space) {
+    std::uint64_t sum = 0;
+    for (rill::field_id f : fields_of(o.mask))
+      space.for_each_point([&](const rill::point<1>& p) {
+        auto& x = v[f][static_cast<std::size_t>(p[0])];
+        if (o.k == kind::read_only)
+          sum = checksum_step(sum, x);
+        else
+          x = written(o, x, p[0]);
+      });
+    return sum;
+  }
+};
+
+// Any rank, at random (its own seed on the issuing rank).
+class random_mapper : public rill::mapper {
+ public:
+  explicit random_mapper(std::uint64_t seed) : rng_(seed) {}
+  int map_task(const rill::mapping_query&) override {
+    return static_cast<int>(rng_() % static_cast<std::uint64_t>(rill::rank_n()));
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+void random_program(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+  const rill::partition quarters = rill::partition_equal(root, 4);
+  std::vector<rill::index_space<1>> windows;
+  for (rill::coord_t c = 0; c < 3; ++c) windows.emplace_back(rill::rect<1>{c * 14, c * 14 + 19});
+  const rill::partition aliased = rill::partition_by_subspaces(root, windows);
+  const rill::partition halves = rill::partition_by_blocks(quarters.subregion(1), rill::point<1>{6});
+  std::vector<rill::region> regions{root};
+  for (rill::partition p : {quarters, aliased, halves})
+    for (std::size_t c = 0; c < p.colors(); ++c) regions.push_back(p.subregion(c));
+
+  model m;
+  std::vector<std::pair<rill::future<std::uint64_t>, std::uint64_t>> reads;
+  std::vector<rill::event> done;
+  // Every point written first: an instance's contents are undefined until then.
+  const op first{kind::write_discard, 0, 3};
+  done.push_back(rill::launch([](const rill::physical_regions& rs, op x) { (void)apply(rs[0], x); },
+                              {rill::req(root, fields_of(3), rill::privilege::write_discard)}, first));
+  m.run(first, root.space<1>());
+  for (std::uint64_t id = 1; id <= 40; ++id) {
+    const op o{static_cast<kind>(rng() % 3), id, static_cast<std::uint8_t>(1 + rng() % 3)};
+    if (rng() % 5 == 0 && o.k != kind::read_only) {
+      // Every quarter at once.
+      done.push_back(
+          rill::index_launch([](const rill::physical_regions& rs, std::size_t, op x) { (void)apply(rs[0], x); },
+                             quarters, {rill::req(quarters, fields_of(o.mask), privilege_of(o.k))}, o));
+      m.run(o, root.space<1>());
+      continue;
+    }
+    const rill::region r = regions[rng() % regions.size()];
+    rill::promise<std::uint64_t> sum;
+    done.push_back(rill::launch(
+        [](const rill::physical_regions& rs, op x, rill::promise<std::uint64_t> out) { out.put(apply(rs[0], x)); },
+        {rill::req(r, fields_of(o.mask), privilege_of(o.k))}, o, sum));
+    reads.emplace_back(sum.get_future(), m.run(o, r.space<1>()));
+  }
+  // The final values, read back in one launch of both fields.
+  rill::promise<std::vector<std::uint64_t>> final_values;
+  rill::launch(
+      [](const rill::physical_regions& rs, rill::promise<std::vector<std::uint64_t>> out) {
+        std::vector<std::uint64_t> vals;
+        for (rill::field<std::uint64_t> f : {fa, fb}) {
+          auto acc = rs[0].read<std::uint64_t, 1>(f);
+          for (rill::coord_t p = 0; p < points; ++p) vals.push_back(acc[{p}]);
+        }
+        out.put(std::move(vals));
+      },
+      {rill::req(root, {fa.id, fb.id}, rill::privilege::read_only)}, final_values);
+  std::vector<std::uint64_t> want = m.v[fa.id];
+  want.insert(want.end(), m.v[fb.id].begin(), m.v[fb.id].end());
+  expect(final_values.get_future().get() == want, "the final values differ from the sequential program's");
+  for (auto& [f, expected] : reads) expect(f.get() == expected, "a launch saw other values than in program order");
+  for (rill::event e : done) e.wait();
+}
+
+TEST_P(launches, random_programs_match_their_sequential_execution) {
+  run_checked(GetParam(), [] {
+    for (std::uint64_t seed : {1, 2, 3}) random_program(seed);
+    rill::set_mapper(std::make_shared<random_mapper>(9));
+    for (std::uint64_t seed : {4, 5, 6}) random_program(seed);
+    rill::set_mapper(nullptr);
+  });
+}
+
+TEST_P(launches, independent_launches_run_while_a_dependent_one_waits) {
+  run_checked(GetParam(), [] {
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    const rill::partition halves = rill::partition_equal(root, 2);
+    const auto bump = [](const rill::physical_regions& rs) {
+      auto acc = rs[0].write<std::uint64_t, 1>(fa);
+      rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { acc[p] += 1; });
+    };
+    rill::user_event gate = rill::user_event::create();
+    const rill::event held =
+        rill::launch(rill::after(gate), bump, {rill::req(halves.subregion(0), {fa.id}, rill::privilege::read_write)});
+    // The other half, and the same half's other field: neither shares anything with `held`.
+    rill::launch(bump, {rill::req(halves.subregion(1), {fa.id}, rill::privilege::read_write)}).wait();
+    rill::launch([](const rill::physical_regions&) {},
+                 {rill::req(halves.subregion(0), {fb.id}, rill::privilege::read_write)})
+        .wait();
+    // The whole region's fa waits for `held`, which waits for the gate.
+    const rill::event after_held =
+        rill::launch([](const rill::physical_regions&) {}, {rill::req(root, {fa.id}, rill::privilege::read_only)});
+    expect(!held.has_triggered() && !after_held.has_triggered(), "a launch ran before the one it depends on");
+    gate.trigger();
+    after_held.wait();
+    expect(held.has_triggered(), "a dependent launch finished before the launch it waits for");
+  });
+}
+
+// Runs every launch on the rank it is told.
+class fixed_mapper : public rill::mapper {
+ public:
+  int rank = 0;
+  int map_task(const rill::mapping_query&) override { return rank; }
+};
+
+TEST_P(launches, a_second_read_of_unchanged_data_moves_no_bytes) {
+  run_checked(GetParam(), [] {
+    auto where = std::make_shared<fixed_mapper>();
+    rill::set_mapper(where);
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    const auto fill = [](const rill::physical_regions& rs) {
+      auto acc = rs[0].write<std::uint64_t, 1>(fa);
+      rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { acc[p] = static_cast<std::uint64_t>(p[0]); });
+    };
+    const auto check = [](const rill::physical_regions& rs) {
+      auto acc = rs[0].read<std::uint64_t, 1>(fa);
+      rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) {
+        if (acc[p] != static_cast<std::uint64_t>(p[0])) throw std::logic_error("a read saw a value not written");
+      });
+    };
+    rill::launch(fill, {rill::req(root, {fa.id}, rill::privilege::write_discard)}).wait();
+    where->rank = rill::rank_n() - 1;
+    const rill::launch_counts before = rill::launch_counts_here();
+    rill::launch(check, {rill::req(root, {fa.id}, rill::privilege::read_only)}).wait();
+    const rill::launch_counts first = rill::launch_counts_here();
+    rill::launch(check, {rill::req(root, {fa.id}, rill::privilege::read_only)}).wait();
+    const rill::launch_counts second = rill::launch_counts_here();
+    const std::uint64_t moved = rill::rank_n() > 1 ? points * sizeof(std::uint64_t) : 0;
+    expect(first.bytes_copied - before.bytes_copied == moved, "the first read moved other than the region's bytes");
+    expect(second.bytes_copied == first.bytes_copied && second.copies == first.copies &&
+               second.instances_made == first.instances_made,
+           "a second read of unchanged data moved bytes or made an instance");
+    rill::set_mapper(nullptr);
+  });
+}
+
+TEST_P(launches, invalid_requirements_are_refused_naming_the_cause) {
+  run_checked(GetParam(), [] {
+    const rill::region root = rill::region::create(rill::rect<1>{0, 9}, rill::field_space{fa});
+    const auto nothing = [](const rill::physical_regions&) {};
+    expect(says(misuse_of([&] { rill::launch(nothing, {rill::req(root, {fb.id}, rill::privilege::read_only)}); }),
+                "field 2 is not in region"),
+           "a field not in the region");
+    expect(says(misuse_of([&] { rill::launch(nothing, {rill::req(root, {}, rill::privilege::read_only)}); }),
+                "names no field"),
+           "a requirement without fields");
+    expect(says(misuse_of([&] {
+                  rill::launch(nothing,
+                               {rill::req(rill::partition_equal(root, 2), {fa.id}, rill::privilege::read_only)});
+                }),
+                "belongs in an index launch"),
+           "a partition in a single launch");
+    // Writing under read_only: the task's event is poisoned naming the privilege.
+    const rill::event wrote =
+        rill::launch([](const rill::physical_regions& rs) { (void)rs[0].write<std::uint64_t, 1>(fa); },
+                     {rill::req(root, {fa.id}, rill::privilege::read_only)});
+    expect(says(poison_of(wrote), "read-only"), "a write under read_only was not refused");
+    class bad_mapper : public rill::mapper {
+      int map_task(const rill::mapping_query&) override { return -3; }
+    };
+    rill::set_mapper(std::make_shared<bad_mapper>());
+    expect(says(misuse_of([&] { rill::launch(nothing, {rill::req(root, {fa.id}, rill::privilege::read_only)}); }),
+                "the mapper chose rank -3"),
+           "a mapper's impossible rank");
+    rill::set_mapper(nullptr);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(setups, launches, ::testing::ValuesIn(setups()), name_of);
+
+}  // namespace
+}  // namespace rill_test
