@@ -121,17 +121,32 @@ launch_counts launch_counts_here();
 
 namespace detail {
 // What a launch's analysis decided: the rank, what the task waits for, its physical regions,
-// and the event the launch's users are recorded under (triggered with the task's).
+// and the task's event, which the launch's uses are recorded under (made by spawn_event).
 struct launch_plan {
   int rank;
   event pre;
   physical_regions regions;
-  user_event done;
+  event done;
 };
 // Analyses a launch of `reqs` (regions, not partitions) in program order on the calling rank.
 launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color);
 // The requirements of point `color` of an index launch: each partition replaced by its subregion.
 std::vector<requirement> project(const std::vector<requirement>& reqs, std::size_t color);
+// Poisons a planned task's event when the task could not be spawned, so that later launches that
+// wait for it fail instead of hanging.
+void refuse_planned(event done, const char* reason);
+
+template <class F, class... Args>
+event spawn_planned(launch_plan& plan, F&& fn, Args&&... args) {
+  try {
+    proc(plan.rank).spawn_into(plan.done, after(plan.pre), std::forward<F>(fn), std::move(plan.regions),
+                               std::forward<Args>(args)...);
+  } catch (const std::exception& e) {
+    refuse_planned(plan.done, e.what());
+    throw;
+  }
+  return plan.done;
+}
 }  // namespace detail
 
 // Runs fn(regions, args...) once the earlier launches it conflicts with, its data and `pre` are
@@ -139,10 +154,7 @@ std::vector<requirement> project(const std::vector<requirement>& reqs, std::size
 template <class F, class... Args>
 event launch(after pre, F&& fn, const std::vector<requirement>& reqs, Args&&... args) {
   detail::launch_plan plan = detail::plan_launch(reqs, pre.ev, -1);
-  const event ran =
-      proc(plan.rank).spawn(after(plan.pre), std::forward<F>(fn), std::move(plan.regions), std::forward<Args>(args)...);
-  plan.done.trigger(ran);
-  return plan.done;
+  return detail::spawn_planned(plan, std::forward<F>(fn), std::forward<Args>(args)...);
 }
 template <class F, class... Args>
 requires(!std::is_same_v<std::decay_t<F>, after>) event
@@ -158,9 +170,7 @@ event index_launch(after pre, F fn, partition over, const std::vector<requiremen
   points.reserve(over.colors());
   for (std::size_t c = 0; c < over.colors(); ++c) {
     detail::launch_plan plan = detail::plan_launch(detail::project(reqs, c), pre.ev, static_cast<std::int64_t>(c));
-    const event ran = proc(plan.rank).spawn(after(plan.pre), fn, std::move(plan.regions), c, args...);
-    plan.done.trigger(ran);
-    points.push_back(plan.done);
+    points.push_back(detail::spawn_planned(plan, fn, c, args...));
   }
   return merge(points);
 }

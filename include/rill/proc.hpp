@@ -120,25 +120,29 @@ class proc {
   // Runs fn(args...) on this processor once `pre` has triggered; returns its completion event.
   template <class F, class... Args>
   event spawn(after pre, F&& fn, Args&&... args) const {
+    require_rank();
+    require_callable<std::decay_t<F>>();  // before the event exists: a refused spawn makes none
+    const event done = detail::spawn_event(rank_);
+    spawn_into(done, pre, std::forward<F>(fn), std::forward<Args>(args)...);
+    return done;
+  }
+
+  // As spawn, triggering `done`, an event that detail::spawn_event(rank()) made on the calling
+  // rank: for a layer that must name the task's event before the task exists (the analysis of
+  // launches on regions records it first).
+  template <class F, class... Args>
+  void spawn_into(event done, after pre, F&& fn, Args&&... args) const {
     using Fn = std::decay_t<F>;
     static_assert(std::is_invocable_v<Fn&, std::decay_t<Args>&&...>,
                   "rill::proc::spawn: the callable cannot be called with these arguments");
     require_rank();
-    const bool here = rank_ == rank_me();
-    if constexpr (!detail::shippable<Fn>) {
-      if (!here) {
-        throw misuse_error(
-            "rill::proc::spawn: a callable with captures that are not trivially copyable can run only on the "
-            "calling rank; pass the data as arguments");
-      }
-    }
-    const event done = detail::spawn_event(rank_);
-    if (here) {
+    require_callable<Fn>();
+    if (rank_ == rank_me()) {
       detail::spawn_when(pre.ev, done,
                          [f = std::forward<F>(fn), tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {
                            std::apply(f, std::move(tup));
                          });
-      return done;
+      return;
     }
     if constexpr (detail::shippable<Fn>) {
       using S = detail::shipped_callable<Fn>;
@@ -151,10 +155,19 @@ class proc {
           },
           pre.ev, done, S::pack(fn), std::forward<Args>(args)...);
     }
-    return done;
   }
 
  private:
+  template <class Fn>
+  void require_callable() const {
+    if constexpr (!detail::shippable<Fn>) {
+      if (rank_ != rank_me()) {
+        throw misuse_error(
+            "rill::proc::spawn: a callable with captures that are not trivially copyable can run only on the "
+            "calling rank; pass the data as arguments");
+      }
+    }
+  }
   void require_rank() const {
     if (rank_ < 0 || rank_ >= rank_n()) throw misuse_error("rill::proc::spawn: no such rank");
   }

@@ -25,34 +25,58 @@ bool fields_meet(const std::vector<field_id>& a, const std::vector<field_id>& b)
 
 bool writes(privilege p) { return p != privilege::read_only; }
 
+// Whether `valid` holds every point of `space`, without a subtraction when a rect shows it.
+bool covers(const index_space<3>& valid, const index_space<3>& space) {
+  if (space.empty()) return true;
+  if (valid.dense()) return !valid.empty() && valid.bounds().contains(space.bounds());
+  return valid.contains(space);
+}
+
 template <int N>
 created_instance create_unpadded(memory m, const index_space<3>& space, const field_space& fields) {
   return instance::create(m, unpadded_from_3d<N>(space), fields);
 }
 
-// The node of r and of every region above it, so that overlap tests later need no fetch.
-std::shared_ptr<const region_node> resolve(region_forest& forest, region r) {
+// The nodes from the root of r's tree down to r (so that overlap tests later need no fetch).
+region_path path_of(region_forest& forest, region r) {
   if (!r.exists()) throw misuse_error(fmt::format("{}: a requirement names no region", what));
-  auto node = forest.node(r.id(), what);
-  for (auto up = node; up->parent_region != 0;) up = forest.node(up->parent_region, what);
-  return node;
+  region_path path{forest.node(r.id(), what)};
+  while (path.back()->parent_region != 0) path.push_back(forest.node(path.back()->parent_region, what));
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 }  // namespace
 
 launch_analysis::launch_analysis() : rank_module("regions") {}
 
-launch_analysis::turn::turn(launch_analysis& a) : mine_(user_event::create()) {
-  event before;
+launch_analysis::turn::turn(launch_analysis& a) : a_(a) {
+  user_event mine;
   {
     std::lock_guard g(a.turns_lock_);
-    before = a.last_turn_;
-    a.last_turn_ = mine_;
+    if (!a.turn_taken_) {
+      a.turn_taken_ = true;
+      return;
+    }
+    mine = user_event::create();
+    a.waiting_turns_.push_back(mine);
   }
-  before.wait();
+  mine.wait();  // the turn is handed over with the trigger
 }
 
-launch_analysis::turn::~turn() { mine_.trigger(); }
+launch_analysis::turn::~turn() {
+  user_event next;
+  {
+    std::lock_guard g(a_.turns_lock_);
+    if (a_.waiting_turns_.empty()) {
+      a_.turn_taken_ = false;
+      return;
+    }
+    next = a_.waiting_turns_.front();
+    a_.waiting_turns_.pop_front();
+  }
+  next.trigger();
+}
 
 void launch_analysis::set_mapper(std::shared_ptr<mapper> m) {
   turn t(*this);
@@ -71,38 +95,44 @@ void launch_analysis::report_counters(counter_report& out) {
   out.add("launch_bytes_copied", c.bytes_copied);
 }
 
-int launch_analysis::choose_rank(const std::vector<requirement>& reqs,
-                                 const std::vector<std::shared_ptr<const region_node>>& nodes, std::int64_t color) {
+int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std::vector<region_path>& paths,
+                                 const std::vector<std::vector<field_id>>& fields, std::int64_t color) {
   const int n = rank_n();
   std::vector<std::size_t> bytes(static_cast<std::size_t>(n), 0);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    auto tree = trees_.find(nodes[i]->root);
+    const region_node& node = *paths[i].back();
+    auto tree = trees_.find(node.root);
     if (tree == trees_.end()) continue;
-    for (const tracked_instance& t : tree->second.instances)
-      for (field_id f : reqs[i].fields) {
-        auto v = t.valid.find(f);
-        if (v != t.valid.end() && !v->second.points.empty())
-          bytes[static_cast<std::size_t>(t.rank)] +=
-              v->second.points.intersect(nodes[i]->space).volume() * nodes[i]->fields.bytes_of(f);
+    tree->second.for_each_meeting(paths[i], [&](node_state& s) {
+      for (std::size_t k : s.instances) {
+        const tracked_instance& t = tree->second.instances[k];
+        for (field_id f : fields[i]) {
+          auto v = t.valid.find(f);
+          if (v == t.valid.end() || v->second.points.empty()) continue;
+          const std::size_t points = node.space.contains(v->second.points)
+                                         ? v->second.points.volume()
+                                         : v->second.points.intersect(node.space).volume();
+          bytes[static_cast<std::size_t>(t.rank)] += points * node.fields.bytes_of(f);
+        }
       }
+    });
   }
-  int rank;
   if (mapper_) {
-    rank = mapper_->map_task(mapping_query{reqs, bytes, color});
+    const int rank = mapper_->map_task(mapping_query{reqs, bytes, color});
     if (rank < 0 || rank >= n) throw misuse_error(fmt::format("{}: the mapper chose rank {} of {}", what, rank, n));
-  } else {
-    const auto most = std::max_element(bytes.begin(), bytes.end());
-    if (*most > 0)
-      rank = static_cast<int>(most - bytes.begin());
-    else
-      rank = color >= 0 ? static_cast<int>(color % n) : rank_me();
+    return rank;
   }
-  return rank;
+  const auto most = std::max_element(bytes.begin(), bytes.end());
+  if (*most > 0) return static_cast<int>(most - bytes.begin());
+  return color >= 0 ? static_cast<int>(color % n) : rank_me();
 }
 
-tracked_instance& launch_analysis::instance_for(tree_state& tree, const region_node& node, int rank) {
-  for (tracked_instance& t : tree.instances)
-    if (t.rank == rank && t.space.contains(node.space)) return t;
+std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& path, int rank) {
+  for (auto up = path.rbegin(); up != path.rend(); ++up)
+    if (node_state* s = tree.find((*up)->id))
+      for (std::size_t k : s->instances)
+        if (tree.instances[k].rank == rank) return k;
+  const region_node& node = *path.back();
   created_instance made;
   switch (node.dims) {
     case 1: made = create_unpadded<1>(memory::system(rank), node.space, node.fields); break;
@@ -113,21 +143,47 @@ tracked_instance& launch_analysis::instance_for(tree_state& tree, const region_n
   tracked_instance t;
   t.inst = made.inst;
   t.rank = rank;
-  t.space = node.space;
   t.made = made.ready;
   tree.instances.push_back(std::move(t));
-  return tree.instances.back();
+  const std::size_t k = tree.instances.size() - 1;
+  tree.at(path).instances.push_back(k);
+  return k;
+}
+
+void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event earlier) {
+  const region_node& node = *path.back();
+  if (covers(tree.instances[home].valid[f].points, node.space)) return;
+  index_space<3> missing = node.space.subtract(tree.instances[home].valid[f].points);
+  tree.for_each_meeting(path, [&](node_state& s) {
+    for (std::size_t k : s.instances) {
+      if (k == home || missing.empty()) continue;
+      const tracked_instance& from = tree.instances[k];
+      auto v = from.valid.find(f);
+      if (v == from.valid.end()) continue;
+      const index_space<3> over = v->second.points.intersect(missing);
+      if (over.empty()) continue;
+      tracked_instance& to = tree.instances[home];
+      const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {},
+                                           merge(earlier, from.made, to.made, v->second.ready), what);
+      copies_.fetch_add(1, std::memory_order_relaxed);
+      bytes_copied_.fetch_add(over.volume() * node.fields.bytes_of(f), std::memory_order_relaxed);
+      valid_points& mine = to.valid[f];
+      mine.points = mine.points.unite(over);
+      mine.ready = merge(mine.ready, copied);
+      missing = missing.subtract(over);
+    }
+  });
 }
 
 launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, std::int64_t color) {
   turn in_turn(*this);
   auto& forest = forest_here(what);
-  std::vector<std::shared_ptr<const region_node>> nodes;
+  std::vector<region_path> paths;
   std::vector<std::vector<field_id>> fields;
   for (const requirement& r : reqs) {
     if (r.part.exists() && !r.reg.exists())
       throw misuse_error(fmt::format("{}: a requirement on a partition belongs in an index launch", what));
-    nodes.push_back(resolve(forest, r.reg));
+    paths.push_back(path_of(forest, r.reg));
     std::vector<field_id> f = r.fields;
     std::sort(f.begin(), f.end());
     if (f.empty())
@@ -135,75 +191,51 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
     if (std::adjacent_find(f.begin(), f.end()) != f.end())
       throw misuse_error(fmt::format("{}: a requirement on region {:#x} names a field twice", what, r.reg.id()));
     for (field_id id : f)
-      if (!nodes.back()->fields.has(id))
+      if (!paths.back().back()->fields.has(id))
         throw misuse_error(fmt::format("{}: field {} is not in region {:#x}", what, id, r.reg.id()));
     fields.push_back(std::move(f));
   }
-  const int rank = choose_rank(reqs, nodes, color);
+  const int rank = choose_rank(reqs, paths, fields, color);
 
-  launch_plan out{rank, event::none(), {}, user_event::create()};
+  launch_plan out{rank, event::none(), {}, spawn_event(rank)};
   std::vector<event> waits{after};
   // Who it waits for, before any of its own requirements is recorded (they never wait for each other).
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    tree_state& tree = trees_[nodes[i]->root];
-    for (const region_user& u : tree.users)
-      if ((writes(u.priv) || writes(reqs[i].priv)) && fields_meet(u.fields, fields[i]) &&
-          regions_overlap(u.reg, reqs[i].reg))
-        waits.push_back(u.done);
-  }
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    trees_[paths[i].back()->root].for_each_meeting(paths[i], [&](node_state& s) {
+      for (const region_user& u : s.users)
+        if ((writes(u.priv) || writes(reqs[i].priv)) && fields_meet(u.fields, fields[i])) waits.push_back(u.done);
+    });
   const event earlier = merge(waits);
 
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    const region_node& node = *nodes[i];
+    const region_node& node = *paths[i].back();
     tree_state& tree = trees_[node.root];
-    tracked_instance& home = instance_for(tree, node, rank);
-    const std::size_t home_index = static_cast<std::size_t>(&home - tree.instances.data());
-    waits.push_back(home.made);
+    const std::size_t home = instance_for(tree, paths[i], rank);
+    waits.push_back(tree.instances[home].made);
     for (field_id f : fields[i]) {
-      valid_points& mine = home.valid[f];
-      if (reqs[i].priv != privilege::write_discard) {
-        index_space<3> missing = node.space.subtract(mine.points);
-        for (std::size_t j = 0; j < tree.instances.size() && !missing.empty(); ++j) {
-          if (j == home_index) continue;
-          const tracked_instance& from = tree.instances[j];
-          auto v = from.valid.find(f);
-          if (v == from.valid.end()) continue;
-          const index_space<3> over = v->second.points.intersect(missing);
-          if (over.empty()) continue;
-          const event copied = transfer_padded(from.inst, {f}, home.inst, {f}, &over, node.dims, {},
-                                               merge(earlier, from.made, home.made, v->second.ready), what);
-          copies_.fetch_add(1, std::memory_order_relaxed);
-          bytes_copied_.fetch_add(over.volume() * node.fields.bytes_of(f), std::memory_order_relaxed);
-          mine.points = mine.points.unite(over);
-          mine.ready = merge(mine.ready, copied);
-          missing = missing.subtract(over);
+      if (reqs[i].priv != privilege::write_discard) bring_in(tree, paths[i], home, f, earlier);
+      waits.push_back(tree.instances[home].valid[f].ready);
+      if (!writes(reqs[i].priv)) continue;
+      // A write: its instance is the only one that holds these points valid.
+      valid_points& mine = tree.instances[home].valid[f];
+      if (!covers(mine.points, node.space)) mine.points = mine.points.unite(node.space);
+      tree.for_each_meeting(paths[i], [&](node_state& s) {
+        for (std::size_t k : s.instances) {
+          if (k == home) continue;
+          auto v = tree.instances[k].valid.find(f);
+          if (v != tree.instances[k].valid.end() && v->second.points.bounds().overlaps(node.space.bounds()))
+            v->second.points = v->second.points.subtract(node.space);
         }
-      }
-      waits.push_back(mine.ready);
-      if (writes(reqs[i].priv)) {
-        mine.points = mine.points.unite(node.space);
-        for (std::size_t j = 0; j < tree.instances.size(); ++j) {
-          if (j == home_index) continue;
-          auto v = tree.instances[j].valid.find(f);
-          if (v != tree.instances[j].valid.end()) v->second.points = v->second.points.subtract(node.space);
-        }
-      }
-    }
-    out.regions.push_back({reqs[i].reg, home.inst, reqs[i].priv});
-  }
-
-  // Record its uses. A write makes earlier uses of points and fields it covers redundant: whoever
-  // conflicts with them conflicts with it, and it waits for them.
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    tree_state& tree = trees_[nodes[i]->root];
-    if (writes(reqs[i].priv)) {
-      std::erase_if(tree.users, [&](const region_user& u) {
-        return std::includes(fields[i].begin(), fields[i].end(), u.fields.begin(), u.fields.end()) &&
-               nodes[i]->space.contains(u.space);
       });
     }
-    std::erase_if(tree.users, [](const region_user& u) { return u.done.has_triggered(); });
-    tree.users.push_back({reqs[i].reg, nodes[i]->space, fields[i], reqs[i].priv, out.done});
+    out.regions.push_back({reqs[i].reg, tree.instances[home].inst, reqs[i].priv});
+  }
+
+  // Record its uses; a write first drops the uses it covers.
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    tree_state& tree = trees_[paths[i].back()->root];
+    if (writes(reqs[i].priv)) tree.drop_covered(paths[i].back()->id, fields[i]);
+    tree.at(paths[i]).users.push_back({fields[i], reqs[i].priv, out.done});
   }
   out.pre = merge(waits);
   launches_.fetch_add(1, std::memory_order_relaxed);
@@ -212,6 +244,11 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
 
 launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color) {
   return analysis_here(what).plan(reqs, after, color);
+}
+
+void refuse_planned(event done, const char* reason) {
+  event_poison(done, std::make_shared<const poison_info>(
+                         poison_info{std::string("the task could not be spawned: ") + reason, rank_me(), what}));
 }
 
 std::vector<requirement> project(const std::vector<requirement>& reqs, std::size_t color) {

@@ -1,56 +1,22 @@
 // The analysis of launches on logical regions, per issuing rank, in program order: who each
-// launch waits for (the logical state: earlier users of each region tree), and where its data is
-// (the physical state: instances of each tree and the points each holds valid, per field).
+// launch waits for, where it runs, and which instance holds each of its regions there
+// (regions/region_state.hpp keeps what is known of each tree).
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "regions/region_state.hpp"
 #include "rill/event.hpp"
-#include "rill/instance.hpp"
 #include "rill/launch.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/rank_modules.hpp"
 
 namespace rill::detail {
-
-struct region_node;
-
-// An earlier launch's use of a region, kept until a later write of the same points and fields
-// makes it redundant or it has finished.
-struct region_user {
-  region reg;
-  index_space<3> space;
-  std::vector<field_id> fields;  // sorted
-  privilege priv;
-  event done;
-};
-
-// Points of one field that an instance holds the latest data for, and the event after which the
-// copies that brought them in are complete.
-struct valid_points {
-  index_space<3> points;
-  event ready = event::none();
-};
-
-// An instance the analysis made for a tree: on which rank, covering which points, with every field
-// of the tree.
-struct tracked_instance {
-  instance inst;
-  int rank = 0;
-  index_space<3> space;
-  event made;
-  std::map<field_id, valid_points> valid;
-};
-
-struct tree_state {
-  std::vector<region_user> users;
-  std::vector<tracked_instance> instances;
-};
 
 class launch_analysis final : public rank_module {
  public:
@@ -63,8 +29,9 @@ class launch_analysis final : public rank_module {
   void report_counters(counter_report& out) override;
 
  private:
-  // One analysis at a time on a rank, first come first served; a turn may wait (for a node from
-  // another rank, a message's room), so it is a chain of events, not a mutex.
+  // One analysis at a time on a rank, first come first served. A turn may wait (for a node from
+  // another rank, a message's room), so it is not a mutex held meanwhile: whoever finds the turn
+  // taken queues an event and waits for it; the holder hands the turn over by triggering it.
   class turn {
    public:
     explicit turn(launch_analysis& a);
@@ -73,15 +40,21 @@ class launch_analysis final : public rank_module {
     turn& operator=(const turn&) = delete;
 
    private:
-    user_event mine_;
+    launch_analysis& a_;
   };
 
-  int choose_rank(const std::vector<requirement>& reqs, const std::vector<std::shared_ptr<const region_node>>& nodes,
-                  std::int64_t color);
-  tracked_instance& instance_for(tree_state& tree, const region_node& node, int rank);
+  int choose_rank(const std::vector<requirement>& reqs, const std::vector<region_path>& paths,
+                  const std::vector<std::vector<field_id>>& fields, std::int64_t color);
+  // An instance on `rank` covering the region at the end of `path`: one made for it or for a
+  // region above it, else a new one.
+  std::size_t instance_for(tree_state& tree, const region_path& path, int rank);
+  // Copies into instance `home` the points of field f of the region at the end of `path` that it
+  // does not hold valid, from instances that do, once `earlier` has triggered.
+  void bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event earlier);
 
   std::mutex turns_lock_;
-  event last_turn_ = event::none();                      // under turns_lock_
+  bool turn_taken_ = false;                              // under turns_lock_
+  std::deque<user_event> waiting_turns_;                 // under turns_lock_
   std::shared_ptr<mapper> mapper_;                       // in turns
   std::unordered_map<std::uint64_t, tree_state> trees_;  // by root id, in turns
   std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0};

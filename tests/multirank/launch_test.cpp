@@ -252,6 +252,23 @@ TEST_P(launches, invalid_requirements_are_refused_naming_the_cause) {
         rill::launch([](const rill::physical_regions& rs) { (void)rs[0].write<std::uint64_t, 1>(fa); },
                      {rill::req(root, {fa.id}, rill::privilege::read_only)});
     expect(says(poison_of(wrote), "read-only"), "a write under read_only was not refused");
+    // A task that cannot be spawned where it was mapped (captures that cannot travel): refused, and
+    // the launches that would wait for it fail instead of hanging.
+    if (rill::rank_n() > 1) {
+      auto elsewhere = std::make_shared<fixed_mapper>();
+      elsewhere->rank = 1;
+      rill::set_mapper(elsewhere);
+      const std::string text = "not trivially copyable";
+      expect(says(misuse_of([&] {
+                    rill::launch([text](const rill::physical_regions&) { (void)text.size(); },
+                                 {rill::req(root, {fa.id}, rill::privilege::read_write)});
+                  }),
+                  "can run only on the calling rank"),
+             "a callable that cannot travel");
+      const rill::event later = rill::launch(nothing, {rill::req(root, {fa.id}, rill::privilege::read_only)});
+      expect(says(poison_of(later), "could not be spawned"), "a launch after a refused one did not fail");
+      rill::set_mapper(nullptr);
+    }
     class bad_mapper : public rill::mapper {
       int map_task(const rill::mapping_query&) override { return -3; }
     };

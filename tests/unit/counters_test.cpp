@@ -1,5 +1,5 @@
 // rill::counters: every layer's counters of the calling rank through one interface, agreeing with
-// the typed views (stats, event_stats, reservation_stats, steal_stats, gas::stats).
+// the typed views (stats, event_stats, reservation_stats, steal_stats, gas::stats, launch_counts_here).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -31,7 +31,8 @@ TEST(Counters, EveryLayerReportsAndAgreesWithItsTypedView) {
     std::vector<std::string> layers;
     for (const auto& c : list)
       if (layers.empty() || layers.back() != c.layer) layers.push_back(c.layer);
-    EXPECT_EQ(layers, (std::vector<std::string>{"scheduler", "messages", "events", "sync", "global", "steal"}));
+    EXPECT_EQ(layers,
+              (std::vector<std::string>{"scheduler", "messages", "events", "sync", "global", "steal", "regions"}));
     const auto m = by_name(list);
     const rill::event_counts e = rill::event_stats();
     EXPECT_GE(m.at("events.created"), 5u);
@@ -43,6 +44,7 @@ TEST(Counters, EveryLayerReportsAndAgreesWithItsTypedView) {
     EXPECT_EQ(m.at("global.gas_blocks_held"), rill::gas::stats().blocks_held);
     EXPECT_GE(m.at("messages.messages_sent"), 1u);
     EXPECT_EQ(m.at("scheduler.tasks_run"), rill::stats().tasks_run);
+    EXPECT_EQ(m.at("regions.launches"), rill::launch_counts_here().launches);
     return 0;
   }),
             0);

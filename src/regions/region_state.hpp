@@ -1,0 +1,118 @@
+// What the analysis of launches knows about one region tree: the uses that later launches may
+// have to wait for (the logical state) and the instances holding its data, with the points each
+// holds valid per field (the physical state), both hung on the regions they belong to. A launch on
+// region R looks only at R's ancestors, R's subtree, and the subtrees partitions other than the
+// disjoint ones on R's path lead to: launches on different subregions of a disjoint partition
+// never meet, however many there are.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "regions/region_forest.hpp"
+#include "rill/event.hpp"
+#include "rill/instance.hpp"
+#include "rill/launch.hpp"
+
+namespace rill::detail {
+
+// An earlier launch's use of a region, kept until a later write of the same points and fields
+// makes it redundant or it has finished (a failed one stays, so that its poison reaches those
+// that would have waited for it).
+struct region_user {
+  std::vector<field_id> fields;  // sorted
+  privilege priv;
+  event done;
+};
+
+// Points of one field that an instance holds the latest data for, and the event after which the
+// copies that brought them in are complete.
+struct valid_points {
+  index_space<3> points;
+  event ready = event::none();
+};
+
+// An instance made for a region of the tree: on which rank, covering the region's points, with
+// every field of the tree.
+struct tracked_instance {
+  instance inst;
+  int rank = 0;
+  event made;
+  std::map<field_id, valid_points> valid;
+};
+
+// The root of a tree, down to a region.
+using region_path = std::vector<std::shared_ptr<const region_node>>;
+
+// One region's part of the state: its uses, the instances made for it, and the partitions below
+// it under which some region has either.
+struct node_state {
+  index_space<3> space;
+  std::vector<region_user> users;
+  std::vector<std::size_t> instances;  // indices in tree_state::instances
+  struct used_partition {
+    bool disjoint = false;
+    std::unordered_map<std::uint64_t, std::uint64_t> child_of_color;
+  };
+  std::unordered_map<std::uint64_t, used_partition> below;  // by partition id
+};
+
+class tree_state {
+ public:
+  // The state of the region at the end of `path`, made (with its ancestors' links) if new.
+  node_state& at(const region_path& path);
+  // The state of a region on `path` (nullptr: nothing recorded at it or below it).
+  node_state* find(std::uint64_t id);
+
+  // f(node_state&) for every region with state that may share points with the region at the end
+  // of `path` (its uses that finished without failing dropped first).
+  template <class F>
+  void for_each_meeting(const region_path& path, F&& f);
+
+  // Drops the uses of region `id` and below whose fields are all in `fields` (sorted): a write of
+  // them there waits for those uses, and whoever conflicts with them conflicts with it.
+  void drop_covered(std::uint64_t id, const std::vector<field_id>& fields);
+
+  std::vector<tracked_instance> instances;  // never shrinks: node states hold indices
+
+ private:
+  template <class F>
+  void visit_subtree(std::uint64_t id, const index_space<3>& space, bool inside, F& f);
+  static void drop_finished(node_state& n);
+  static bool spaces_meet(const index_space<3>& a, const index_space<3>& b);
+
+  std::unordered_map<std::uint64_t, node_state> nodes_;  // by region id
+};
+
+template <class F>
+void tree_state::visit_subtree(std::uint64_t id, const index_space<3>& space, bool inside, F& f) {
+  node_state* n = find(id);
+  if (!n || (!inside && !spaces_meet(n->space, space))) return;
+  drop_finished(*n);
+  f(*n);
+  for (auto& [partition_id, used] : n->below)
+    for (auto& [color, child] : used.child_of_color) visit_subtree(child, space, inside, f);
+}
+
+template <class F>
+void tree_state::for_each_meeting(const region_path& path, F&& f) {
+  const index_space<3>& space = path.back()->space;
+  if (space.empty()) return;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    node_state* n = find(path[i]->id);
+    if (!n) return;  // nothing at or below this region
+    drop_finished(*n);
+    f(*n);
+    const bool last = i + 1 == path.size();
+    for (auto& [partition_id, used] : n->below) {
+      const bool on_path = !last && path[i + 1]->parent_partition == partition_id;
+      if (on_path && used.disjoint) continue;
+      for (auto& [color, child] : used.child_of_color)
+        if (!on_path || child != path[i + 1]->id) visit_subtree(child, space, last, f);
+    }
+  }
+}
+
+}  // namespace rill::detail
