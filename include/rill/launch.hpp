@@ -15,13 +15,13 @@
 // Launches are analysed in the order the issuing rank makes them (program order): a launch waits
 // for the earlier ones whose regions share points with its own (found through the region tree,
 // rill::regions_overlap), whose fields meet its own, and whose privileges conflict with its own
-// (two reads never do). Each requirement is mapped to an instance on the rank the task runs on:
-// an instance of that rank that already holds the region's fields is reused, and only points it
-// does not hold valid data for are copied in, from instances that do (rill/copy.hpp). A write
-// makes the instance it went to the only valid one for its points. Where a task runs is the
-// mapper's choice (rill::set_mapper): by default the rank whose instances hold most of its data
-// valid, else the issuing rank (a single launch) or color modulo the ranks (a point of an index
-// launch). See docs/regions.md.
+// (two reads never do) -- unless both use one instance with atomic coherence (then they only
+// exclude each other, through a reservation of the instance) or with simultaneous coherence. Each requirement is mapped
+// to an instance on the rank the task runs on: an instance of that rank that already holds the region's fields is
+// reused, and only points it does not hold valid data for are copied in, from instances that do (rill/copy.hpp). A
+// write makes the instance it went to the only valid one for its points. Where a task runs is the mapper's choice
+// (rill::set_mapper): by default the rank whose instances hold most of its data valid, else the issuing rank (a single
+// launch) or color modulo the ranks (a point of an index launch). See docs/regions.md.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +37,7 @@
 #include "rill/instance.hpp"
 #include "rill/proc.hpp"
 #include "rill/region.hpp"
+#include "rill/reservation.hpp"
 
 namespace rill {
 
@@ -46,17 +47,28 @@ enum class privilege : std::uint8_t {
   write_discard,  // writes every point it keeps; what was there before is not brought in
 };
 
+// How a launch may meet others that use the same data (Iris §II-B). Relaxed coherence applies
+// between uses of the same instance only: uses mapped to different instances keep program order.
+enum class coherence : std::uint8_t {
+  exclusive,     // in program order with every launch it conflicts with
+  atomic,        // may run before earlier atomic uses of the same instance, never at the same time
+  simultaneous,  // may run at the same time as other simultaneous uses of the same instance
+};
+
 // What a task asks of a region: the region (or, in an index launch, a partition whose subregion of
-// the point's color is meant), some of its fields, and a privilege.
+// the point's color is meant), some of its fields, a privilege and a coherence.
 struct requirement {
   region reg;
   partition part;
   std::vector<field_id> fields;
   privilege priv = privilege::read_write;
+  coherence coh = coherence::exclusive;
 };
-inline requirement req(region r, std::vector<field_id> fields, privilege p) { return {r, {}, std::move(fields), p}; }
-inline requirement req(partition part, std::vector<field_id> fields, privilege p) {
-  return {{}, part, std::move(fields), p};
+inline requirement req(region r, std::vector<field_id> fields, privilege p, coherence c = coherence::exclusive) {
+  return {r, {}, std::move(fields), p, c};
+}
+inline requirement req(partition part, std::vector<field_id> fields, privilege p, coherence c = coherence::exclusive) {
+  return {{}, part, std::move(fields), p, c};
 }
 
 // Element T of a field, read only.

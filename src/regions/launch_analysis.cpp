@@ -11,6 +11,7 @@
 #include "regions/region_forest.hpp"
 #include "rill/copy.hpp"
 #include "rill/error.hpp"
+#include "rill/reservation.hpp"
 
 namespace rill::detail {
 namespace {
@@ -198,19 +199,28 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   const int rank = choose_rank(reqs, paths, fields, color);
 
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
+  // The instance of each requirement on that rank (coherence relaxes order only within one).
+  std::vector<std::size_t> homes;
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    homes.push_back(instance_for(trees_[paths[i].back()->root], paths[i], rank));
+
   std::vector<event> waits{after};
-  // Who it waits for, before any of its own requirements is recorded (they never wait for each other).
+  // Who it waits for, before any of its own requirements is recorded (they never wait for each
+  // other): conflicting uses, but those of the same instance with the same relaxed coherence.
   for (std::size_t i = 0; i < reqs.size(); ++i)
     trees_[paths[i].back()->root].for_each_meeting(paths[i], [&](node_state& s) {
-      for (const region_user& u : s.users)
-        if ((writes(u.priv) || writes(reqs[i].priv)) && fields_meet(u.fields, fields[i])) waits.push_back(u.done);
+      for (const region_user& u : s.users) {
+        if (!(writes(u.priv) || writes(reqs[i].priv)) || !fields_meet(u.fields, fields[i])) continue;
+        if (reqs[i].coh != coherence::exclusive && u.coh == reqs[i].coh && u.instance == homes[i]) continue;
+        waits.push_back(u.done);
+      }
     });
   const event earlier = merge(waits);
 
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const region_node& node = *paths[i].back();
     tree_state& tree = trees_[node.root];
-    const std::size_t home = instance_for(tree, paths[i], rank);
+    const std::size_t home = homes[i];
     waits.push_back(tree.instances[home].made);
     for (field_id f : fields[i]) {
       if (reqs[i].priv != privilege::write_discard) bring_in(tree, paths[i], home, f, earlier);
@@ -231,13 +241,27 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
     out.regions.push_back({reqs[i].reg, tree.instances[home].inst, reqs[i].priv});
   }
 
-  // Record its uses; a write first drops the uses it covers.
+  // Record its uses. An exclusive write first drops the uses it covers: it waits for all of them.
+  // (A relaxed one does not wait for the uses it may run before, so they stay.)
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     tree_state& tree = trees_[paths[i].back()->root];
-    if (writes(reqs[i].priv)) tree.drop_covered(paths[i].back()->id, fields[i]);
-    tree.at(paths[i]).users.push_back({fields[i], reqs[i].priv, out.done});
+    if (writes(reqs[i].priv) && reqs[i].coh == coherence::exclusive) tree.drop_covered(paths[i].back()->id, fields[i]);
+    tree.at(paths[i]).users.push_back({fields[i], reqs[i].priv, reqs[i].coh, homes[i], out.done});
   }
   out.pre = merge(waits);
+  // Atomic uses hold their instances' reservations from the start of the task to its end, taken
+  // in one order (by reservation id) so that two launches never hold one each and wait for the other.
+  std::vector<reservation> locks;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].coh != coherence::atomic) continue;
+    tracked_instance& t = trees_[paths[i].back()->root].instances[homes[i]];
+    if (t.atomic_lock == reservation()) t.atomic_lock = reservation::create();
+    locks.push_back(t.atomic_lock);
+  }
+  std::sort(locks.begin(), locks.end(), [](const reservation& a, const reservation& b) { return a.id() < b.id(); });
+  locks.erase(std::unique(locks.begin(), locks.end()), locks.end());
+  for (const reservation& r : locks) out.pre = r.acquire(out.pre);
+  for (const reservation& r : locks) r.release(out.done);
   launches_.fetch_add(1, std::memory_order_relaxed);
   return out;
 }

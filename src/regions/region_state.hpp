@@ -15,6 +15,7 @@
 #include "rill/event.hpp"
 #include "rill/instance.hpp"
 #include "rill/launch.hpp"
+#include "rill/reservation.hpp"
 
 namespace rill::detail {
 
@@ -24,6 +25,8 @@ namespace rill::detail {
 struct region_user {
   std::vector<field_id> fields;  // sorted
   privilege priv;
+  coherence coh;
+  std::size_t instance;  // the tree's instance it used
   event done;
 };
 
@@ -41,6 +44,7 @@ struct tracked_instance {
   int rank = 0;
   event made;
   std::map<field_id, valid_points> valid;
+  reservation atomic_lock;  // made for its first atomic use
 };
 
 // The root of a tree, down to a region.

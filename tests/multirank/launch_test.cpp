@@ -1,11 +1,13 @@
 // Launches on logical regions (rill/launch.hpp): random programs of launches over an aliased region
 // tree, on ranks the default or a random mapper picks, against the same program run sequentially;
-// independent launches running while an earlier one is held back, and dependent ones not; a
-// second read of unchanged data moving no bytes; and what is refused.
+// independent launches running while an earlier one is held back, and dependent ones not; atomic
+// and simultaneous coherence; a second read of unchanged data moving no bytes; and what is refused.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -190,6 +192,79 @@ TEST_P(launches, independent_launches_run_while_a_dependent_one_waits) {
     gate.trigger();
     after_held.wait();
     expect(held.has_triggered(), "a dependent launch finished before the launch it waits for");
+  });
+}
+
+// Writes 0 to fa, then sums it: the ends of the coherence tests.
+void zero_fa(const rill::physical_regions& rs) {
+  auto acc = rs[0].write<std::uint64_t, 1>(fa);
+  rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { acc[p] = 0; });
+}
+void sum_fa(const rill::physical_regions& rs, rill::promise<std::uint64_t> out) {
+  auto acc = rs[0].read<std::uint64_t, 1>(fa);
+  std::uint64_t s = 0;
+  rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { s += acc[p]; });
+  out.put(s);
+}
+
+// Atomic uses of one instance: launched later, they may run first; never two at once.
+TEST_P(launches, atomic_uses_run_out_of_order_but_one_at_a_time) {
+  run_checked(GetParam(), [] {
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    rill::launch(zero_fa, {rill::req(root, {fa.id}, rill::privilege::write_discard)}).wait();
+    const auto add = [](const rill::physical_regions& rs, std::uint64_t k) {
+      static std::atomic<int> inside{0};  // tasks on one instance run in one process
+      if (inside.fetch_add(1) != 0) throw std::logic_error("two atomic uses of one instance ran at once");
+      auto acc = rs[0].write<std::uint64_t, 1>(fa);
+      rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { acc[p] += k; });
+      inside.fetch_sub(1);
+    };
+    const auto atomically = [&] {
+      return std::vector<rill::requirement>{
+          rill::req(root, {fa.id}, rill::privilege::read_write, rill::coherence::atomic)};
+    };
+    rill::user_event gate = rill::user_event::create();
+    const rill::event first = rill::launch(rill::after(gate), add, atomically(), std::uint64_t{1});
+    std::vector<rill::event> later;
+    for (std::uint64_t k = 2; k <= 6; ++k) later.push_back(rill::launch(add, atomically(), k));
+    for (rill::event e : later) e.wait();  // in program order these would wait for the gate
+    expect(!first.has_triggered(), "an atomic use ran before the gate it waits for");
+    gate.trigger();
+    // An exclusive read waits for every one of them.
+    rill::promise<std::uint64_t> sum;
+    rill::launch(sum_fa, {rill::req(root, {fa.id}, rill::privilege::read_only)}, sum);
+    expect(sum.get_future().get() == static_cast<std::uint64_t>(points) * 21, "atomic updates were lost");
+  });
+}
+
+// Simultaneous uses of one instance run at the same time: the first waits for an event only the
+// second triggers.
+TEST_P(launches, simultaneous_uses_of_one_instance_run_together) {
+  run_checked(GetParam(), [] {
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    rill::launch(zero_fa, {rill::req(root, {fa.id}, rill::privilege::write_discard)}).wait();
+    const auto together = [&] {
+      return std::vector<rill::requirement>{
+          rill::req(root, {fa.id}, rill::privilege::read_write, rill::coherence::simultaneous)};
+    };
+    rill::user_event go = rill::user_event::create();
+    const rill::event waiter = rill::launch(
+        [](const rill::physical_regions& rs, rill::user_event g) {
+          g.wait();
+          rs[0].write<std::uint64_t, 1>(fa)[{0}] += 1;
+        },
+        together(), go);
+    const rill::event signaller = rill::launch(
+        [](const rill::physical_regions& rs, rill::user_event g) {
+          rs[0].write<std::uint64_t, 1>(fa)[{1}] += 2;
+          g.trigger();
+        },
+        together(), go);
+    waiter.wait();
+    signaller.wait();
+    rill::promise<std::uint64_t> sum;
+    rill::launch(sum_fa, {rill::req(root, {fa.id}, rill::privilege::read_only)}, sum);
+    expect(sum.get_future().get() == 3, "an exclusive read after simultaneous writes saw other values");
   });
 }
 
