@@ -30,9 +30,15 @@ struct field_info {
   std::size_t bytes = 0;
   friend bool operator==(const field_info&, const field_info&) = default;
 
+  // Sent as 64 bits on every rank. Saving writes nothing: field spaces shared between threads
+  // (a region tree's nodes) are sent by several at once.
   template <class Archive>
-  void serialize(Archive& ar) {
-    std::uint64_t b = bytes;  // the same width on every rank
+  void save(Archive& ar) const {
+    ar(id, static_cast<std::uint64_t>(bytes));
+  }
+  template <class Archive>
+  void load(Archive& ar) {
+    std::uint64_t b = 0;
     ar(id, b);
     bytes = static_cast<std::size_t>(b);
   }

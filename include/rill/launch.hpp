@@ -1,6 +1,8 @@
 // Task launches on logical regions (Iris §II-B/C): a task says which regions it uses, which of
 // their fields and how (its privilege); the runtime finds what it must wait for, where it runs,
-// and the data it needs there, and never makes the issuer wait.
+// and the data it needs there, and returns without waiting for any of it (the issuer waits only
+// for its rank's analysis to be free, a node of another rank's tree the first time, or room to
+// send).
 //
 //   constexpr rill::field<double> t{1};
 //   rill::event a = rill::launch(init, {rill::req(grid, {t}, rill::privilege::write_discard)});
@@ -16,12 +18,15 @@
 // for the earlier ones whose regions share points with its own (found through the region tree,
 // rill::regions_overlap), whose fields meet its own, and whose privileges conflict with its own
 // (two reads never do) -- unless both use one instance with atomic coherence (then they only
-// exclude each other, through a reservation of the instance) or with simultaneous coherence. Each requirement is mapped
-// to an instance on the rank the task runs on: an instance of that rank that already holds the region's fields is
-// reused, and only points it does not hold valid data for are copied in, from instances that do (rill/copy.hpp). A
-// write makes the instance it went to the only valid one for its points. Where a task runs is the mapper's choice
-// (rill::set_mapper): by default the rank whose instances hold most of its data valid, else the issuing rank (a single
-// launch) or color modulo the ranks (a point of an index launch). See docs/regions.md.
+// exclude each other, through a reservation of the instance) or with simultaneous coherence.
+// Each requirement is mapped to an instance on the rank the task runs on: one made there for the
+// region or a region above it is reused, and only points it does not hold valid data for are
+// copied in, from instances that do (rill/copy.hpp). A write makes the instance it went to the
+// only valid one for its points. Two requirements of one launch that share points and fields,
+// one of them writing, must map to one instance (else rill::misuse_error). Where a task runs is
+// the mapper's choice (rill::set_mapper): by default the rank whose instances hold most of its
+// data valid, else the issuing rank (a single launch) or color modulo the ranks (a point of an
+// index launch). See docs/regions.md.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -116,7 +121,8 @@ struct mapping_query {
 class mapper {
  public:
   virtual ~mapper() = default;
-  // The rank to run the task on (0 .. rank_n()-1).
+  // The rank to run the task on (0 .. rank_n()-1). Called during the rank's analysis: it must not
+  // launch or set a mapper itself.
   virtual int map_task(const mapping_query& q) = 0;
 };
 // The mapper of the calling rank's launches from now on (null: the default).
@@ -141,7 +147,12 @@ struct launch_plan {
   event done;
 };
 // Analyses a launch of `reqs` (regions, not partitions) in program order on the calling rank.
-launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color);
+// `travels`: the task's callable can run on another rank (else a mapper's choice of another rank
+// is refused before anything is recorded).
+launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels);
+// Refuses an index launch whose requirements' partitions have fewer colors than `over`, before any
+// point is issued.
+void check_index_launch(partition over, const std::vector<requirement>& reqs);
 // The requirements of point `color` of an index launch: each partition replaced by its subregion.
 std::vector<requirement> project(const std::vector<requirement>& reqs, std::size_t color);
 // Poisons a planned task's event when the task could not be spawned, so that later launches that
@@ -165,7 +176,7 @@ event spawn_planned(launch_plan& plan, F&& fn, Args&&... args) {
 // ready; returns its completion event at once.
 template <class F, class... Args>
 event launch(after pre, F&& fn, const std::vector<requirement>& reqs, Args&&... args) {
-  detail::launch_plan plan = detail::plan_launch(reqs, pre.ev, -1);
+  detail::launch_plan plan = detail::plan_launch(reqs, pre.ev, -1, detail::shippable<std::decay_t<F>>);
   return detail::spawn_planned(plan, std::forward<F>(fn), std::forward<Args>(args)...);
 }
 template <class F, class... Args>
@@ -178,10 +189,12 @@ requires(!std::is_same_v<std::decay_t<F>, after>) event
 // partitions replaced by their subregions of that color; returns the event of all of them.
 template <class F, class... Args>
 event index_launch(after pre, F fn, partition over, const std::vector<requirement>& reqs, const Args&... args) {
+  detail::check_index_launch(over, reqs);
   std::vector<event> points;
   points.reserve(over.colors());
   for (std::size_t c = 0; c < over.colors(); ++c) {
-    detail::launch_plan plan = detail::plan_launch(detail::project(reqs, c), pre.ev, static_cast<std::int64_t>(c));
+    detail::launch_plan plan =
+        detail::plan_launch(detail::project(reqs, c), pre.ev, static_cast<std::int64_t>(c), detail::shippable<F>);
     points.push_back(detail::spawn_planned(plan, fn, c, args...));
   }
   return merge(points);

@@ -16,9 +16,11 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "rill/error.hpp"
 #include "rill/index_space.hpp"
 #include "rill/region.hpp"
 
@@ -71,6 +73,9 @@ requires std::convertible_to < std::invoke_result_t < F&, const point<N>
 // rill::misuse_error); whether they are disjoint and complete is found out.
 template <int N>
 partition partition_by_subspaces(region parent, const std::vector<index_space<N>>& subspaces) {
+  if (parent.dimensions() != N)
+    throw misuse_error("rill::partition_by_subspaces: subspaces of " + std::to_string(N) +
+                       " dimensions for a region of " + std::to_string(parent.dimensions()));
   std::vector<index_space<3>> padded;
   padded.reserve(subspaces.size());
   for (const auto& s : subspaces) padded.push_back(padded_to_3d(s));

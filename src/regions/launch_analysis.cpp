@@ -176,7 +176,7 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
   });
 }
 
-launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, std::int64_t color) {
+launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels) {
   turn in_turn(*this);
   auto& forest = forest_here(what);
   std::vector<region_path> paths;
@@ -197,12 +197,28 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
     fields.push_back(std::move(f));
   }
   const int rank = choose_rank(reqs, paths, fields, color);
+  if (!travels && rank != rank_me())
+    throw misuse_error(
+        fmt::format("{}: the task was mapped to rank {}, but its callable has captures that are not "
+                    "trivially copyable and can run only on the calling rank",
+                    what, rank));
 
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
   // The instance of each requirement on that rank (coherence relaxes order only within one).
   std::vector<std::size_t> homes;
   for (std::size_t i = 0; i < reqs.size(); ++i)
     homes.push_back(instance_for(trees_[paths[i].back()->root], paths[i], rank));
+  // Two of its requirements on the same points and fields, one writing, in two instances: each
+  // instance would be marked valid while the task updates only one of them.
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    for (std::size_t j = i + 1; j < reqs.size(); ++j)
+      if (paths[i].back()->root == paths[j].back()->root && homes[i] != homes[j] &&
+          (writes(reqs[i].priv) || writes(reqs[j].priv)) && fields_meet(fields[i], fields[j]) &&
+          regions_overlap(reqs[i].reg, reqs[j].reg))
+        throw misuse_error(
+            fmt::format("{}: requirements {} and {} share points and fields, one of them writes, and "
+                        "they map to different instances",
+                        what, i, j));
 
   std::vector<event> waits{after};
   // Who it waits for, before any of its own requirements is recorded (they never wait for each
@@ -266,8 +282,18 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   return out;
 }
 
-launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color) {
-  return analysis_here(what).plan(reqs, after, color);
+launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels) {
+  return analysis_here(what).plan(reqs, after, color, travels);
+}
+
+void check_index_launch(partition over, const std::vector<requirement>& reqs) {
+  if (!over.exists()) throw misuse_error("rill::index_launch: the partition handle is empty");
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i].part.exists() && reqs[i].part.colors() < over.colors())
+      throw misuse_error(
+          fmt::format("rill::index_launch: requirement {} names a partition of {} colors for a launch "
+                      "over {}",
+                      i, reqs[i].part.colors(), over.colors()));
 }
 
 void refuse_planned(event done, const char* reason) {

@@ -22,7 +22,7 @@ class launch_analysis final : public rank_module {
  public:
   launch_analysis();
 
-  launch_plan plan(const std::vector<requirement>& reqs, event after, std::int64_t color);
+  launch_plan plan(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels);
   void set_mapper(std::shared_ptr<mapper> m);
   launch_counts counts() const;
 

@@ -121,6 +121,8 @@ partition make_partition(region parent, std::vector<index_space<3>> subspaces, b
 partition make_equal_partition(region parent, std::size_t colors) {
   constexpr const char* what = "rill::partition_equal";
   if (colors == 0) throw misuse_error(fmt::format("{}: a partition needs at least one color", what));
+  if (colors > std::numeric_limits<std::uint32_t>::max())
+    throw misuse_error(fmt::format("{}: {} colors are more than a partition holds", what, colors));
   if (!parent.exists()) throw misuse_error(fmt::format("{}: the parent region handle is empty", what));
   const auto up = forest_here(what).node(parent.id(), what);
   const std::uint64_t total = up->space.volume(), k = colors;

@@ -275,6 +275,12 @@ TEST_P(regions, misuse_is_refused_naming_the_cause) {
                 }),
                 "subspace 0 is not within region"),
            "a subspace outside its parent");
+    expect(says(misuse_of([&] {
+                  (void)rill::partition_by_subspaces(line,
+                                                     std::vector<rill::index_space<2>>{rill::rect<2>{{0, 0}, {1, 0}}});
+                }),
+                "subspaces of 2 dimensions for a region of 1"),
+           "subspaces of other dimensions");
     expect(says(misuse_of([&] { (void)rill::region().volume(); }), "handle is empty"), "an empty handle");
     expect(says(misuse_of([&] { (void)rill::partition().parent(); }), "handle is empty"), "an empty partition");
     // A handle no rank made: a forged id on another rank's number.
