@@ -118,7 +118,12 @@ class index_space {
   std::span<const rect<N>> rects() const { return rects_; }
 
   bool contains(const point<N>& p) const;
-  bool contains(const index_space& other) const { return other.subtract(*this).empty(); }
+  // A dense space (one rect) holds another when it holds the other's bounds: no subtraction.
+  bool contains(const index_space& other) const {
+    if (other.empty()) return true;
+    if (dense()) return !empty() && bounds_.contains(other.bounds_);
+    return other.subtract(*this).empty();
+  }
 
   index_space unite(const index_space& other) const;
   index_space intersect(const index_space& other) const;

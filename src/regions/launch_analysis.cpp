@@ -26,13 +26,6 @@ bool fields_meet(const std::vector<field_id>& a, const std::vector<field_id>& b)
 
 bool writes(privilege p) { return p != privilege::read_only; }
 
-// Whether `valid` holds every point of `space`, without a subtraction when a rect shows it.
-bool covers(const index_space<3>& valid, const index_space<3>& space) {
-  if (space.empty()) return true;
-  if (valid.dense()) return !valid.empty() && valid.bounds().contains(space.bounds());
-  return valid.contains(space);
-}
-
 template <int N>
 created_instance create_unpadded(memory m, const index_space<3>& space, const field_space& fields) {
   return instance::create(m, unpadded_from_3d<N>(space), fields);
@@ -110,9 +103,7 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std
         for (field_id f : fields[i]) {
           auto v = t.valid.find(f);
           if (v == t.valid.end() || v->second.points.empty()) continue;
-          const std::size_t points = node.space.contains(v->second.points)
-                                         ? v->second.points.volume()
-                                         : v->second.points.intersect(node.space).volume();
+          const std::size_t points = v->second.points.intersect(node.space).volume();
           bytes[static_cast<std::size_t>(t.rank)] += points * node.fields.bytes_of(f);
         }
       }
@@ -153,7 +144,7 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
 
 void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event earlier) {
   const region_node& node = *path.back();
-  if (covers(tree.instances[home].valid[f].points, node.space)) return;
+  if (tree.instances[home].valid[f].points.contains(node.space)) return;
   index_space<3> missing = node.space.subtract(tree.instances[home].valid[f].points);
   tree.for_each_meeting(path, [&](node_state& s) {
     for (std::size_t k : s.instances) {
@@ -244,7 +235,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
       if (!writes(reqs[i].priv)) continue;
       // A write: its instance is the only one that holds these points valid.
       valid_points& mine = tree.instances[home].valid[f];
-      if (!covers(mine.points, node.space)) mine.points = mine.points.unite(node.space);
+      if (!mine.points.contains(node.space)) mine.points = mine.points.unite(node.space);
       tree.for_each_meeting(paths[i], [&](node_state& s) {
         for (std::size_t k : s.instances) {
           if (k == home) continue;
