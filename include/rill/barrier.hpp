@@ -31,6 +31,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "rill/detail/type_id.hpp"
 #include "rill/event.hpp"
 #include "rill/reduce.hpp"
 
@@ -48,14 +49,6 @@ struct barrier_redop {
   std::vector<std::byte> init;  // every phase starts from this value
   std::function<void(std::byte* acc, const std::byte* value)> fold;
 };
-
-// The same on every rank of one build (the binary is the same everywhere).
-template <class T>
-std::uint64_t value_type_id() {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const char* p = typeid(T).name(); *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
-  return h ^ sizeof(T);
-}
 
 template <class T, class Op>
 barrier_redop make_redop(Op op, const T& init) {

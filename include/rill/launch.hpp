@@ -8,17 +8,22 @@
 //   rill::event a = rill::launch(init, {rill::req(grid, {t}, rill::privilege::write_discard)});
 //   rill::event b = rill::index_launch(step, strips, {rill::req(strips, {t}, rill::privilege::read_write)});
 //   rill::event c = rill::launch(sum, {rill::req(grid, {t}, rill::privilege::read_only)});  // after b
+//   rill::index_launch(spread, ghosts, {rill::req(ghosts, {t}, rill::reduce_with<rill::reduce::sum<double>>())});
 //
 //   void step(const rill::physical_regions& rs, std::size_t color) {
 //     auto v = rs[0].write<double, 2>(t);                     // an accessor over its points
-//     ...
+//     ...                                                     // (rs[0].reduce<Op, 2>(t) under reduce)
 //   }
 //
 // Launches are analysed in the order the issuing rank makes them (program order): a launch waits
 // for the earlier ones whose regions share points with its own (found through the region tree,
 // rill::regions_overlap), whose fields meet its own, and whose privileges conflict with its own
-// (two reads never do) -- unless both use one instance with atomic coherence (then they only
-// exclude each other, through a reservation of the instance) or with simultaneous coherence.
+// (two reads never do, nor two reductions with the same operator) -- unless both use one instance
+// with atomic coherence (then they only exclude each other, through a reservation of the
+// instance) or with simultaneous coherence. A reduction folds into an instance of its own, filled
+// with the operator's identity; the runtime applies it to the region's data when a later launch
+// needs that data (or reduces with another operator), so reductions into shared points from many
+// tasks run at once and move only their results.
 // Each requirement is mapped to an instance on the rank the task runs on: one made there for the
 // region or a region above it is reused, and only points it does not hold valid data for are
 // copied in, from instances that do (rill/copy.hpp). A write makes the instance it went to the
@@ -36,11 +41,13 @@
 #include <utility>
 #include <vector>
 
+#include "rill/detail/type_id.hpp"
 #include "rill/error.hpp"
 #include "rill/event.hpp"
 #include "rill/field_space.hpp"
 #include "rill/instance.hpp"
 #include "rill/proc.hpp"
+#include "rill/reduction.hpp"
 #include "rill/region.hpp"
 #include "rill/reservation.hpp"
 
@@ -50,7 +57,34 @@ enum class privilege : std::uint8_t {
   read_only,      // reads; commutes with other reads
   read_write,     // reads and writes
   write_discard,  // writes every point it keeps; what was there before is not brought in
+  reduce,         // folds values into the points with an operator; commutes with the same operator's
 };
+
+namespace detail {
+// A reduction operator as the analysis handles it: its code behind plain pointers.
+struct redop_info {
+  std::uint64_t id;  // from the operator's type name: the same on every rank of one program
+  std::size_t lhs_bytes;
+  std::size_t rhs_bytes;
+  row_combiner apply;               // right-hand sides applied to elements, atomically
+  std::vector<std::byte> identity;  // Op::identity's bytes
+};
+template <bulk_reduction_op Op>
+const redop_info* redop_of() {
+  static const redop_info info{value_type_id<Op>(), sizeof(typename Op::lhs), sizeof(typename Op::rhs),
+                               combiner_of<Op, true>(false), bytes_of(typename Op::rhs(Op::identity))};
+  return &info;
+}
+}  // namespace detail
+
+// privilege::reduce with operator Op (a rill::bulk_reduction_op, such as rill::reduce::sum<double>).
+struct reduce_privilege {
+  const detail::redop_info* op;
+};
+template <bulk_reduction_op Op>
+reduce_privilege reduce_with() {
+  return {detail::redop_of<Op>()};
+}
 
 // How a launch may meet others that use the same data (Iris §II-B). Relaxed coherence applies
 // between uses of the same instance only: uses mapped to different instances keep program order.
@@ -68,12 +102,20 @@ struct requirement {
   std::vector<field_id> fields;
   privilege priv = privilege::read_write;
   coherence coh = coherence::exclusive;
+  const detail::redop_info* redop = nullptr;  // the operator of privilege::reduce
 };
 inline requirement req(region r, std::vector<field_id> fields, privilege p, coherence c = coherence::exclusive) {
   return {r, {}, std::move(fields), p, c};
 }
 inline requirement req(partition part, std::vector<field_id> fields, privilege p, coherence c = coherence::exclusive) {
   return {{}, part, std::move(fields), p, c};
+}
+inline requirement req(region r, std::vector<field_id> fields, reduce_privilege p, coherence c = coherence::exclusive) {
+  return {r, {}, std::move(fields), privilege::reduce, c, p.op};
+}
+inline requirement req(partition part, std::vector<field_id> fields, reduce_privilege p,
+                       coherence c = coherence::exclusive) {
+  return {{}, part, std::move(fields), privilege::reduce, c, p.op};
 }
 
 // Element T of a field, read only.
@@ -88,24 +130,40 @@ class read_accessor {
   accessor<T, N> a_;
 };
 
-// A region as a task holds it: the region, the instance its data is in on the task's rank, and
-// the privilege the task has.
+// A region as a task holds it: the region, the instance its data is in on the task's rank (under
+// privilege::reduce, the task's own fold instance), and the privilege the task has.
 struct physical_region {
   region reg;
   instance inst;
   privilege priv = privilege::read_only;
+  std::uint64_t redop = 0;  // the operator's id under privilege::reduce
 
+  // Throws rill::misuse_error under reduce (the instance holds partial reductions, not the data).
   template <class T, int N>
   read_accessor<T, N> read(field<T> f) const {
+    if (priv == privilege::reduce) refuse("read", "reduce-only");
     return read_accessor<T, N>(accessor<T, N>(inst, f));
   }
-  // Throws rill::misuse_error under read_only.
+  // Throws rill::misuse_error under read_only and reduce.
   template <class T, int N>
   accessor<T, N> write(field<T> f) const {
-    if (priv == privilege::read_only)
-      throw misuse_error("rill::physical_region::write: the task has region " + std::to_string(reg.id()) +
-                         " read-only");
+    if (priv == privilege::read_only) refuse("write", "read-only");
+    if (priv == privilege::reduce) refuse("write", "reduce-only");
     return accessor<T, N>(inst, f);
+  }
+  // Folds values into field f (elements of Op::lhs) with Op; atomic unless Exclusive (the
+  // promise that one thread reduces at a time). Throws rill::misuse_error unless the task has
+  // the region with privilege::reduce and this operator.
+  template <bulk_reduction_op Op, int N, bool Exclusive = false>
+  reducer<Op, N, Exclusive> reduce(field<typename Op::lhs> f) const {
+    if (priv != privilege::reduce || redop != detail::redop_of<Op>()->id) refuse("reduce", "without this operator");
+    return reducer<Op, N, Exclusive>(inst, f.id);
+  }
+
+ private:
+  [[noreturn]] void refuse(const char* how, const char* held) const {
+    throw misuse_error(std::string("rill::physical_region::") + how + ": the task has region " +
+                       std::to_string(reg.id()) + " " + held);
   }
 };
 static_assert(std::is_trivially_copyable_v<physical_region>);
@@ -134,6 +192,7 @@ struct launch_counts {
   std::uint64_t instances_made = 0;  // instances made for them
   std::uint64_t copies = 0;          // copies issued to bring data where a task runs
   std::uint64_t bytes_copied = 0;    // bytes those copies move
+  std::uint64_t reductions = 0;      // applications of reductions to the regions' data
 };
 launch_counts launch_counts_here();
 

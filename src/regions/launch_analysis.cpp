@@ -17,6 +17,8 @@ namespace rill::detail {
 namespace {
 
 constexpr const char* what = "rill::launch";
+// Fold instances kept per tree for reuse: enough for a few index launches' worth of reductions.
+constexpr std::size_t max_spare_folds = 256;
 
 bool fields_meet(const std::vector<field_id>& a, const std::vector<field_id>& b) {
   for (field_id f : a)
@@ -25,6 +27,15 @@ bool fields_meet(const std::vector<field_id>& a, const std::vector<field_id>& b)
 }
 
 bool writes(privilege p) { return p != privilege::read_only; }
+bool overwrites(privilege p) { return p == privilege::read_write || p == privilege::write_discard; }
+
+// Whether a later requirement must wait for an earlier use: reads commute with reads, and
+// reductions with reductions by the same operator.
+bool conflicts(const region_user& u, const requirement& r, const std::vector<field_id>& fields) {
+  if (!writes(u.priv) && !writes(r.priv)) return false;
+  if (u.priv == privilege::reduce && r.priv == privilege::reduce && u.redop == r.redop->id) return false;
+  return fields_meet(u.fields, fields);
+}
 
 template <int N>
 created_instance create_unpadded(memory m, const index_space<3>& space, const field_space& fields) {
@@ -78,7 +89,7 @@ void launch_analysis::set_mapper(std::shared_ptr<mapper> m) {
 }
 
 launch_counts launch_analysis::counts() const {
-  return {launches_.load(), instances_made_.load(), copies_.load(), bytes_copied_.load()};
+  return {launches_.load(), instances_made_.load(), copies_.load(), bytes_copied_.load(), reductions_.load()};
 }
 
 void launch_analysis::report_counters(counter_report& out) {
@@ -87,6 +98,7 @@ void launch_analysis::report_counters(counter_report& out) {
   out.add("launch_instances_made", c.instances_made);
   out.add("launch_copies", c.copies);
   out.add("launch_bytes_copied", c.bytes_copied);
+  out.add("launch_reductions", c.reductions);
 }
 
 int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std::vector<region_path>& paths,
@@ -94,6 +106,7 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std
   const int n = rank_n();
   std::vector<std::size_t> bytes(static_cast<std::size_t>(n), 0);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].priv == privilege::reduce) continue;  // it brings in no data
     const region_node& node = *paths[i].back();
     auto tree = trees_.find(node.root);
     if (tree == trees_.end()) continue;
@@ -155,16 +168,102 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       const index_space<3> over = v->second.points.intersect(missing);
       if (over.empty()) continue;
       tracked_instance& to = tree.instances[home];
+      valid_points& mine = to.valid[f];
+      // After what `home` was last given (a reduction applied by a launch this one need not
+      // wait for may still be landing there).
       const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {},
-                                           merge(earlier, from.made, to.made, v->second.ready), what);
+                                           merge(earlier, from.made, to.made, v->second.ready, mine.ready), what);
       copies_.fetch_add(1, std::memory_order_relaxed);
       bytes_copied_.fetch_add(over.volume() * node.fields.bytes_of(f), std::memory_order_relaxed);
-      valid_points& mine = to.valid[f];
       mine.points = mine.points.unite(over);
       mine.ready = merge(mine.ready, copied);
       missing = missing.subtract(over);
     }
   });
+}
+
+void launch_analysis::make_only_valid(tree_state& tree, const region_path& path, std::size_t home, field_id f,
+                                      const index_space<3>& points) {
+  valid_points& mine = tree.instances[home].valid[f];
+  if (!mine.points.contains(points)) mine.points = mine.points.unite(points);
+  tree.for_each_meeting(path, [&](node_state& s) {
+    for (std::size_t k : s.instances) {
+      if (k == home) continue;
+      auto v = tree.instances[k].valid.find(f);
+      if (v != tree.instances[k].valid.end() && v->second.points.bounds().overlaps(points.bounds()))
+        v->second.points = v->second.points.subtract(points);
+    }
+  });
+}
+
+void launch_analysis::apply_pending(tree_state& tree, const region_path& path, std::size_t home, field_id f,
+                                    std::uint64_t except_op) {
+  const region_node& node = *path.back();
+  for (pending_reduction& p : tree.pending) {
+    auto un = p.unapplied.find(f);
+    if (p.op->id == except_op || un == p.unapplied.end() || !un->second.bounds().overlaps(node.space.bounds()))
+      continue;
+    const index_space<3> over = un->second.intersect(node.space);
+    if (over.empty()) continue;
+    tracked_instance& to = tree.instances[home];
+    valid_points& v = to.valid[f];
+    const event applied =
+        transfer_padded(p.fold, {f}, to.inst, {f}, &over, p.dims, p.op->apply, merge(p.ready, to.made, v.ready), what);
+    reductions_.fetch_add(1, std::memory_order_relaxed);
+    v.ready = merge(v.ready, applied);
+    p.applied.push_back(applied);
+    un->second = un->second.subtract(over);
+    if (un->second.empty()) p.unapplied.erase(un);
+    // The reduced points are newer in `home` than wherever else they were valid.
+    make_only_valid(tree, path, home, f, over);
+  }
+  retire_applied(tree);
+}
+
+void launch_analysis::discard_pending(tree_state& tree, const index_space<3>& space, field_id f) {
+  for (pending_reduction& p : tree.pending) {
+    auto un = p.unapplied.find(f);
+    if (un == p.unapplied.end() || !un->second.bounds().overlaps(space.bounds())) continue;
+    un->second = un->second.subtract(space);
+    if (un->second.empty()) p.unapplied.erase(un);
+  }
+  retire_applied(tree);
+}
+
+void launch_analysis::retire_applied(tree_state& tree) {
+  std::erase_if(tree.pending, [&](pending_reduction& p) {
+    if (!p.unapplied.empty()) return false;
+    p.applied.push_back(p.ready);
+    const event free = merge(p.applied);
+    if (tree.spare_folds.size() < max_spare_folds)
+      tree.spare_folds.push_back({p.fold, p.region, p.rank, p.op->id, std::move(p.fields), free});
+    else
+      p.fold.destroy(free);
+    return true;
+  });
+}
+
+created_instance launch_analysis::make_fold(tree_state& tree, const region_node& node,
+                                            const std::vector<field_id>& fields, const redop_info& op, int rank) {
+  created_instance made;
+  auto spare = std::find_if(tree.spare_folds.begin(), tree.spare_folds.end(), [&](const spare_fold& s) {
+    return s.region == node.id && s.rank == rank && s.op == op.id && s.fields == fields;
+  });
+  if (spare != tree.spare_folds.end()) {
+    made = {spare->fold, spare->free};
+    tree.spare_folds.erase(spare);
+  } else {
+    field_space rhs;
+    for (field_id f : fields) rhs.add(f, op.rhs_bytes);
+    switch (node.dims) {
+      case 1: made = create_unpadded<1>(memory::system(rank), node.space, rhs); break;
+      case 2: made = create_unpadded<2>(memory::system(rank), node.space, rhs); break;
+      default: made = create_unpadded<3>(memory::system(rank), node.space, rhs); break;
+    }
+  }
+  std::vector<event> filled;
+  for (field_id f : fields) filled.push_back(fill_padded(made.inst, f, op.identity, nullptr, node.dims, made.ready));
+  return {made.inst, merge(filled)};
 }
 
 launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels) {
@@ -185,6 +284,19 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
     for (field_id id : f)
       if (!paths.back().back()->fields.has(id))
         throw misuse_error(fmt::format("{}: field {} is not in region {:#x}", what, id, r.reg.id()));
+    if (r.priv == privilege::reduce) {
+      if (!r.redop)
+        throw misuse_error(
+            fmt::format("{}: a reduce requirement on region {:#x} names no operator (use "
+                        "rill::reduce_with<Op>())",
+                        what, r.reg.id()));
+      for (field_id id : f)
+        if (paths.back().back()->fields.bytes_of(id) != r.redop->lhs_bytes)
+          throw misuse_error(
+              fmt::format("{}: field {} of region {:#x} holds {} bytes, but the reduction "
+                          "operator reduces into {}",
+                          what, id, r.reg.id(), paths.back().back()->fields.bytes_of(id), r.redop->lhs_bytes));
+    }
     fields.push_back(std::move(f));
   }
   const int rank = choose_rank(reqs, paths, fields, color);
@@ -196,20 +308,26 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
 
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
   // The instance of each requirement on that rank (coherence relaxes order only within one).
+  // (A reduction folds into an instance of its own.)
   std::vector<std::size_t> homes;
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    homes.push_back(instance_for(trees_[paths[i].back()->root], paths[i], rank));
+    homes.push_back(reqs[i].priv == privilege::reduce ? no_instance
+                                                      : instance_for(trees_[paths[i].back()->root], paths[i], rank));
   // Two of its requirements on the same points and fields, one writing, in two instances: each
-  // instance would be marked valid while the task updates only one of them.
+  // instance would be marked valid while the task updates only one of them. (A reduction applies
+  // after the task, on top of what it wrote; two with different operators would not commute.)
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    for (std::size_t j = i + 1; j < reqs.size(); ++j)
-      if (paths[i].back()->root == paths[j].back()->root && homes[i] != homes[j] &&
-          (writes(reqs[i].priv) || writes(reqs[j].priv)) && fields_meet(fields[i], fields[j]) &&
-          regions_overlap(reqs[i].reg, reqs[j].reg))
-        throw misuse_error(
-            fmt::format("{}: requirements {} and {} share points and fields, one of them writes, and "
-                        "they map to different instances",
-                        what, i, j));
+    for (std::size_t j = i + 1; j < reqs.size(); ++j) {
+      if (paths[i].back()->root != paths[j].back()->root || !fields_meet(fields[i], fields[j])) continue;
+      const bool reduce_i = reqs[i].priv == privilege::reduce, reduce_j = reqs[j].priv == privilege::reduce;
+      const bool clash = reduce_i || reduce_j ? reduce_i && reduce_j && reqs[i].redop->id != reqs[j].redop->id
+                                              : homes[i] != homes[j] && (writes(reqs[i].priv) || writes(reqs[j].priv));
+      if (clash && regions_overlap(reqs[i].reg, reqs[j].reg))
+        throw misuse_error(fmt::format("{}: requirements {} and {} share points and fields, and {}", what, i, j,
+                                       reduce_i && reduce_j
+                                           ? "reduce with different operators"
+                                           : "one of them writes, but they map to different instances"));
+    }
 
   std::vector<event> waits{after};
   // Who it waits for, before any of its own requirements is recorded (they never wait for each
@@ -217,50 +335,76 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   for (std::size_t i = 0; i < reqs.size(); ++i)
     trees_[paths[i].back()->root].for_each_meeting(paths[i], [&](node_state& s) {
       for (const region_user& u : s.users) {
-        if (!(writes(u.priv) || writes(reqs[i].priv)) || !fields_meet(u.fields, fields[i])) continue;
-        if (reqs[i].coh != coherence::exclusive && u.coh == reqs[i].coh && u.instance == homes[i]) continue;
+        if (!conflicts(u, reqs[i], fields[i])) continue;
+        if (reqs[i].coh != coherence::exclusive && u.coh == reqs[i].coh && homes[i] != no_instance &&
+            u.instance == homes[i])
+          continue;
         waits.push_back(u.done);
       }
     });
   const event earlier = merge(waits);
 
+  // Its data, reductions last: a reduction of this launch applies on top of what it writes.
+  out.regions.resize(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].priv == privilege::reduce) continue;
     const region_node& node = *paths[i].back();
     tree_state& tree = trees_[node.root];
     const std::size_t home = homes[i];
     waits.push_back(tree.instances[home].made);
     for (field_id f : fields[i]) {
-      if (reqs[i].priv != privilege::write_discard) bring_in(tree, paths[i], home, f, earlier);
+      if (reqs[i].priv == privilege::write_discard) {
+        discard_pending(tree, node.space, f);
+      } else {
+        bring_in(tree, paths[i], home, f, earlier);
+        apply_pending(tree, paths[i], home, f, 0);
+      }
       waits.push_back(tree.instances[home].valid[f].ready);
-      if (!writes(reqs[i].priv)) continue;
       // A write: its instance is the only one that holds these points valid.
-      valid_points& mine = tree.instances[home].valid[f];
-      if (!mine.points.contains(node.space)) mine.points = mine.points.unite(node.space);
-      tree.for_each_meeting(paths[i], [&](node_state& s) {
-        for (std::size_t k : s.instances) {
-          if (k == home) continue;
-          auto v = tree.instances[k].valid.find(f);
-          if (v != tree.instances[k].valid.end() && v->second.points.bounds().overlaps(node.space.bounds()))
-            v->second.points = v->second.points.subtract(node.space);
-        }
-      });
+      if (writes(reqs[i].priv)) make_only_valid(tree, paths[i], home, f, node.space);
     }
-    out.regions.push_back({reqs[i].reg, tree.instances[home].inst, reqs[i].priv});
+    out.regions[i] = {reqs[i].reg, tree.instances[home].inst, reqs[i].priv};
+  }
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].priv != privilege::reduce) continue;
+    const region_node& node = *paths[i].back();
+    tree_state& tree = trees_[node.root];
+    const redop_info& op = *reqs[i].redop;
+    // Pending reductions with another operator are applied first, to an instance here.
+    for (field_id f : fields[i]) {
+      const bool other_op = std::any_of(tree.pending.begin(), tree.pending.end(), [&](const pending_reduction& p) {
+        auto un = p.unapplied.find(f);
+        return p.op->id != op.id && un != p.unapplied.end() && !un->second.intersect(node.space).empty();
+      });
+      if (!other_op) continue;
+      const std::size_t home = instance_for(tree, paths[i], rank);
+      bring_in(tree, paths[i], home, f, earlier);
+      apply_pending(tree, paths[i], home, f, op.id);
+      waits.push_back(tree.instances[home].valid[f].ready);
+    }
+    const created_instance fold = make_fold(tree, node, fields[i], op, rank);
+    waits.push_back(fold.ready);
+    pending_reduction p{fold.inst, &op, node.dims, out.done, {}, {}, node.id, rank, fields[i]};
+    for (field_id f : fields[i]) p.unapplied.emplace(f, node.space);
+    tree.pending.push_back(std::move(p));
+    out.regions[i] = {reqs[i].reg, fold.inst, privilege::reduce, op.id};
   }
 
   // Record its uses. An exclusive write first drops the uses it covers: it waits for all of them.
   // (A relaxed one does not wait for the uses it may run before, so they stay.)
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     tree_state& tree = trees_[paths[i].back()->root];
-    if (writes(reqs[i].priv) && reqs[i].coh == coherence::exclusive) tree.drop_covered(paths[i].back()->id, fields[i]);
-    tree.at(paths[i]).users.push_back({fields[i], reqs[i].priv, reqs[i].coh, homes[i], out.done});
+    if (overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive)
+      tree.drop_covered(paths[i].back()->id, fields[i]);
+    record_use(tree.at(paths[i]),
+               {fields[i], reqs[i].priv, reqs[i].coh, homes[i], out.done, reqs[i].redop ? reqs[i].redop->id : 0});
   }
   out.pre = merge(waits);
   // Atomic uses hold their instances' reservations from the start of the task to its end, taken
   // in one order (by reservation id) so that two launches never hold one each and wait for the other.
   std::vector<reservation> locks;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    if (reqs[i].coh != coherence::atomic) continue;
+    if (reqs[i].coh != coherence::atomic || homes[i] == no_instance) continue;
     tracked_instance& t = trees_[paths[i].back()->root].instances[homes[i]];
     if (t.atomic_lock == reservation()) t.atomic_lock = reservation::create();
     locks.push_back(t.atomic_lock);
@@ -271,6 +415,22 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   for (const reservation& r : locks) r.release(out.done);
   launches_.fetch_add(1, std::memory_order_relaxed);
   return out;
+}
+
+void launch_analysis::record_use(node_state& n, region_user use) {
+  // Uses that commute with each other (reads; reductions by one operator; relaxed uses of one
+  // instance) are one use to whoever comes later: kept as one, with the merge of their events, a
+  // region read step after step and never written keeps one use, not one per step.
+  const bool commutes = use.priv == privilege::read_only || use.priv == privilege::reduce ||
+                        (use.coh != coherence::exclusive && use.instance != no_instance);
+  if (commutes)
+    for (region_user& u : n.users)
+      if (u.priv == use.priv && u.coh == use.coh && u.instance == use.instance && u.redop == use.redop &&
+          u.fields == use.fields) {
+        u.done = merge(u.done, use.done);
+        return;
+      }
+  n.users.push_back(std::move(use));
 }
 
 launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels) {

@@ -51,13 +51,30 @@ class launch_analysis final : public rank_module {
   // Copies into instance `home` the points of field f of the region at the end of `path` that it
   // does not hold valid, from instances that do, once `earlier` has triggered.
   void bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event earlier);
+  // Records a use at a region, merged into an earlier one it commutes with.
+  static void record_use(node_state& n, region_user use);
+  // Makes instance `home` the only one holding field f of `points` valid.
+  void make_only_valid(tree_state& tree, const region_path& path, std::size_t home, field_id f,
+                       const index_space<3>& points);
+  // Applies to `home` the pending reductions of field f over the region at the end of `path`
+  // (but those with operator `except_op`), once `home` holds those points' data.
+  void apply_pending(tree_state& tree, const region_path& path, std::size_t home, field_id f, std::uint64_t except_op);
+  // Forgets the pending reductions of field f over `space`: a write_discard replaces them.
+  void discard_pending(tree_state& tree, const index_space<3>& space, field_id f);
+  // Drops the pending reductions applied everywhere, keeping their fold instances as spares (a
+  // few per tree; the others are destroyed) once their last application is done.
+  static void retire_applied(tree_state& tree);
+  // A reduction's fold instance on `rank` over the region of `node`, a spare or a new one: its
+  // fields hold the operator's identity once the event has triggered.
+  static created_instance make_fold(tree_state& tree, const region_node& node, const std::vector<field_id>& fields,
+                                    const redop_info& op, int rank);
 
   std::mutex turns_lock_;
   bool turn_taken_ = false;                              // under turns_lock_
   std::deque<user_event> waiting_turns_;                 // under turns_lock_
   std::shared_ptr<mapper> mapper_;                       // in turns
   std::unordered_map<std::uint64_t, tree_state> trees_;  // by root id, in turns
-  std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0};
+  std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0}, reductions_{0};
 };
 
 inline launch_analysis& analysis_here(const char* what) { return current_module<launch_analysis>(what); }

@@ -26,8 +26,37 @@ struct region_user {
   std::vector<field_id> fields;  // sorted
   privilege priv;
   coherence coh;
-  std::size_t instance;  // the tree's instance it used
+  std::size_t instance;  // the tree's instance it used (no_instance: a reduction's own)
   event done;
+  std::uint64_t redop = 0;  // the operator of a reduction
+};
+inline constexpr std::size_t no_instance = static_cast<std::size_t>(-1);
+
+// A finished or running reduction not yet applied everywhere: the fold instance the task reduced
+// into, and per field the points whose elements still lack its values. The data of a point is
+// what an instance holding it valid has, with the pending reductions over it applied (all with
+// one operator, so in any order).
+struct pending_reduction {
+  instance fold;
+  const redop_info* op;
+  int dims;
+  event ready;  // the reducing task's end
+  std::map<field_id, index_space<3>> unapplied;
+  std::vector<event> applied;  // its applications so far
+  std::uint64_t region;        // what it was made for (to be reused)
+  int rank;
+  std::vector<field_id> fields;
+};
+
+// A fold instance applied everywhere, kept for the next reduction into the same region, on the
+// same rank, by the same operator and fields (a program reduces the same way step after step).
+struct spare_fold {
+  instance fold;
+  std::uint64_t region;
+  int rank;
+  std::uint64_t op;
+  std::vector<field_id> fields;
+  event free;  // its last application (and its task) done
 };
 
 // Points of one field that an instance holds the latest data for, and the event after which the
@@ -80,6 +109,8 @@ class tree_state {
   void drop_covered(std::uint64_t id, const std::vector<field_id>& fields);
 
   std::vector<tracked_instance> instances;  // never shrinks: node states hold indices
+  std::vector<pending_reduction> pending;
+  std::vector<spare_fold> spare_folds;
 
  private:
   template <class F>

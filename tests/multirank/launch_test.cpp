@@ -1,7 +1,9 @@
-// Launches on logical regions (rill/launch.hpp): random programs of launches over an aliased region
-// tree, on ranks the default or a random mapper picks, against the same program run sequentially;
+// Launches on logical regions (rill/launch.hpp): random programs of launches (reads, writes and
+// reductions by two operators) over an aliased region tree, on ranks the default or a random
+// mapper picks, against the same program run sequentially;
 // independent launches running while an earlier one is held back, and dependent ones not; atomic
 // and simultaneous coherence; a second read of unchanged data moving no bytes; and what is refused.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -29,7 +31,10 @@ constexpr rill::field<std::uint64_t> fa{1}, fb{2};
 const rill::field_space ab{fa, fb};
 constexpr rill::coord_t points = 48;
 
-enum class kind : std::uint8_t { read_write, write_discard, read_only };
+enum class kind : std::uint8_t { read_write, write_discard, read_only, reduce_sum, reduce_max };
+constexpr std::uint64_t kinds = 5;
+using sum_op = rill::reduce::sum<std::uint64_t>;
+using max_op = rill::reduce::max<std::uint64_t>;
 struct op {
   kind k;
   std::uint64_t id;
@@ -43,16 +48,28 @@ std::vector<rill::field_id> fields_of(std::uint8_t mask) {
   return out;
 }
 
-rill::privilege privilege_of(kind k) {
-  return k == kind::read_only    ? rill::privilege::read_only
-         : k == kind::read_write ? rill::privilege::read_write
-                                 : rill::privilege::write_discard;
+bool reduces(kind k) { return k == kind::reduce_sum || k == kind::reduce_max; }
+
+template <class Target>
+rill::requirement requirement_of(Target r, const op& o) {
+  switch (o.k) {
+    case kind::read_only: return rill::req(r, fields_of(o.mask), rill::privilege::read_only);
+    case kind::read_write: return rill::req(r, fields_of(o.mask), rill::privilege::read_write);
+    case kind::write_discard: return rill::req(r, fields_of(o.mask), rill::privilege::write_discard);
+    case kind::reduce_sum: return rill::req(r, fields_of(o.mask), rill::reduce_with<sum_op>());
+    case kind::reduce_max: break;
+  }
+  return rill::req(r, fields_of(o.mask), rill::reduce_with<max_op>());
 }
 
-// What an op does to a point's value, or adds to a read's checksum: the same in the tasks and in
-// the sequential model.
+// What an op does to a point's value (or reduces into it), or adds to a read's checksum: the same
+// in the tasks and in the sequential model.
 std::uint64_t written(const op& o, std::uint64_t old, rill::coord_t p) {
   return o.k == kind::read_write ? old * 5 + o.id : o.id * 1000 + static_cast<std::uint64_t>(p);
+}
+std::uint64_t reduced(const op& o, rill::coord_t p) {
+  return o.k == kind::reduce_sum ? o.id * 3 + static_cast<std::uint64_t>(p)
+                                 : (o.id * 0x9E3779B97F4A7C15ull) ^ static_cast<std::uint64_t>(p);
 }
 std::uint64_t checksum_step(std::uint64_t sum, std::uint64_t v) { return sum * 31 + v; }
 
@@ -65,6 +82,12 @@ std::uint64_t apply(const rill::physical_region& r, const op& o) {
     if (o.k == kind::read_only) {
       auto acc = r.read<std::uint64_t, 1>(typed);
       space.for_each_point([&](const rill::point<1>& p) { sum = checksum_step(sum, acc[p]); });
+    } else if (o.k == kind::reduce_sum) {
+      auto acc = r.reduce<sum_op, 1>(typed);
+      space.for_each_point([&](const rill::point<1>& p) { acc(p, reduced(o, p[0])); });
+    } else if (o.k == kind::reduce_max) {
+      auto acc = r.reduce<max_op, 1>(typed);
+      space.for_each_point([&](const rill::point<1>& p) { acc(p, reduced(o, p[0])); });
     } else {
       auto acc = r.write<std::uint64_t, 1>(typed);
       space.for_each_point([&](const rill::point<1>& p) { acc[p] = written(o, acc[p], p[0]); });
@@ -85,6 +108,10 @@ struct model {
         auto& x = v[f][static_cast<std::size_t>(p[0])];
         if (o.k == kind::read_only)
           sum = checksum_step(sum, x);
+        else if (o.k == kind::reduce_sum)
+          x += reduced(o, p[0]);
+        else if (o.k == kind::reduce_max)
+          x = std::max(x, reduced(o, p[0]));
         else
           x = written(o, x, p[0]);
       });
@@ -125,13 +152,15 @@ void random_program(std::uint64_t seed) {
                               {rill::req(root, fields_of(3), rill::privilege::write_discard)}, first));
   m.run(first, root.space<1>());
   for (std::uint64_t id = 1; id <= 40; ++id) {
-    const op o{static_cast<kind>(rng() % 3), id, static_cast<std::uint8_t>(1 + rng() % 3)};
-    if (rng() % 5 == 0 && o.k != kind::read_only) {
-      // Every quarter at once.
+    const op o{static_cast<kind>(rng() % kinds), id, static_cast<std::uint8_t>(1 + rng() % 3)};
+    if (rng() % 4 == 0 && o.k != kind::read_only) {
+      // Every quarter at once; a reduction over the overlapping windows too (the points two
+      // windows share get both windows' values).
+      const rill::partition over = reduces(o.k) && rng() % 2 == 0 ? aliased : quarters;
       done.push_back(
-          rill::index_launch([](const rill::physical_regions& rs, std::size_t, op x) { (void)apply(rs[0], x); },
-                             quarters, {rill::req(quarters, fields_of(o.mask), privilege_of(o.k))}, o));
-      m.run(o, root.space<1>());
+          rill::index_launch([](const rill::physical_regions& rs, std::size_t, op x) { (void)apply(rs[0], x); }, over,
+                             {requirement_of(over, o)}, o));
+      for (std::size_t c = 0; c < over.colors(); ++c) m.run(o, over.subregion(c).space<1>());
       continue;
     }
     if (rng() % 6 == 0 && o.k != kind::read_only) {
@@ -144,7 +173,7 @@ void random_program(std::uint64_t seed) {
             (void)apply(rs[0], x);
             out.put(apply(rs[1], y));
           },
-          {rill::req(quarters.subregion(a), fields_of(o.mask), privilege_of(o.k)),
+          {requirement_of(quarters.subregion(a), o),
            rill::req(quarters.subregion(b), fields_of(3), rill::privilege::read_only)},
           o, read, sum));
       m.run(o, quarters.subregion(a).space<1>());
@@ -155,7 +184,7 @@ void random_program(std::uint64_t seed) {
     rill::promise<std::uint64_t> sum;
     done.push_back(rill::launch(
         [](const rill::physical_regions& rs, op x, rill::promise<std::uint64_t> out) { out.put(apply(rs[0], x)); },
-        {rill::req(r, fields_of(o.mask), privilege_of(o.k))}, o, sum));
+        {requirement_of(r, o)}, o, sum));
     reads.emplace_back(sum.get_future(), m.run(o, r.space<1>()));
   }
   // The final values, read back in one launch of both fields.
