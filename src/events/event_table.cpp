@@ -412,8 +412,7 @@ event_status event_table::query(event e, bool observe) {
       tell_owner = observe && observe_local_cause(rec);
     } else {
       if (e.generation() < rec.local_gen) return {true, false, nullptr};  // a later one was created: triggered
-      if (rec.subscribed >= e.generation()) return {};
-      rec.subscribed = e.generation();
+      if (!must_subscribe(rec, e.generation())) return {};
     }
   }
   if (status.triggered) {
@@ -429,6 +428,21 @@ void event_table::subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
   trace_.note_progress();
   count_sent(&sent_counts::subscriptions, 1);
   send_subscribe(owner, slot, gen);
+}
+
+bool event_table::must_subscribe(remote_slot& rec, std::uint64_t gen) {
+  if (gen == rec.subscribed || gen == rec.subscribed_below) return false;  // asked already
+  if (gen > rec.subscribed) {
+    rec.subscribed = gen;
+    return true;
+  }
+  // The subscription to the later generation does not cover this one: the owner answers it only
+  // when that generation triggers, and that generation may depend on what waits here for this one
+  // (its task came after the later one's: reordered messages, or another worker). This one has
+  // triggered (a later one exists) or, on a pinned slot, is yet to come: the owner answers at
+  // once, or at its trigger.
+  rec.subscribed_below = gen;
+  return true;
 }
 
 void event_table::on_trigger(event e, event_waiter* w) {
@@ -475,8 +489,7 @@ void event_table::on_trigger(event e, event_waiter* w) {
       // Untriggered, or inferred triggered with an unknown cause: wait for the owner's word.
       w->next = rec.waiters;
       rec.waiters = w;
-      if (rec.subscribed >= e.generation()) return;
-      rec.subscribed = e.generation();
+      if (!must_subscribe(rec, e.generation())) return;
       w = nullptr;
     }
   }

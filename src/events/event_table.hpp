@@ -184,6 +184,9 @@ class event_table {
   // Rank `from` triggered a generation of `slot` this rank never created: reported, not applied.
   void refuse_unknown_trigger(int from, std::uint32_t slot, std::uint64_t gen);
   void subscribe(int owner, std::uint32_t slot, std::uint64_t gen);
+  // Under the record's shard lock, for a generation > known that this rank did not trigger itself:
+  // whether a subscription to it must be sent (it is then noted as sent).
+  static bool must_subscribe(remote_slot& rec, std::uint64_t gen);
   // Under the record's shard lock: whether its local cause (a poison this rank triggered) is now
   // observed for the first time, so that the owner must be told (send_observed).
   static bool observe_local_cause(remote_slot& rec);

@@ -41,7 +41,11 @@ struct poisoned_gen {
 struct remote_slot {
   std::uint64_t known = 0;       // the owner said: every generation <= known has triggered
   std::uint64_t subscribed = 0;  // the latest generation this rank subscribed to
-  std::uint64_t local_gen = 0;   // the latest generation this rank triggered itself
+  // A generation below `subscribed` that this rank subscribed to later, on its own (0: none): the
+  // owner answers a subscription when its generation triggers, and the later generation may wait
+  // (through other ranks) for this rank's waiters of the earlier one (event_table::must_subscribe).
+  std::uint64_t subscribed_below = 0;
+  std::uint64_t local_gen = 0;  // the latest generation this rank triggered itself
   poison_ptr local_cause;
   bool local_seen = false;             // local_cause was passed to a waiter or query here (and the owner told)
   std::vector<poisoned_gen> poisoned;  // known poisoned generations <= known

@@ -4,6 +4,7 @@
 // a task that finds something wrong throws, which poisons its completion event, so the failure
 // reaches rank 0's wait() with the rank and reason (also under mpirun, where ranks share nothing).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <set>
@@ -401,8 +402,8 @@ TEST_P(events, a_rank_that_triggers_a_generation_still_learns_the_earlier_ones) 
                             done.push_back(rill::proc(1 % n).spawn(
                                 [](rill::event o, rill::user_event f) {
                                   (void)f.has_triggered();  // subscribes to f's generation
-                                  // A waiter for the earlier generation: no new subscription, it
-                                  // counts on the owner's answer about f's generation.
+                                  // A waiter for the earlier generation, which subscribes to it on
+                                  // its own; the answer may come after the trigger below.
                                   rill::event ran = rill::proc::here().spawn(rill::after(o), [] {});
                                   f.trigger();  // from a non-owner, with that waiter pending
                                   ran.wait();
@@ -412,6 +413,49 @@ TEST_P(events, a_rank_that_triggers_a_generation_still_learns_the_earlier_ones) 
                                 static_cast<rill::event>(old), fresh));
                           }
                           rill::merge(done).wait();
+                        }),
+            0);
+}
+
+// A rank that subscribed to a generation and then waits for an earlier one of the same slot (the
+// task waiting for it came second: reordered messages, or another worker) must ask about the
+// earlier one itself. The owner answers the later subscription only when that generation
+// triggers, which in a dependency graph may wait for the earlier one's waiter: counting on that
+// answer hung (launches, 2 ranks with 2 workers and chaos). Here the later generation triggers
+// only once the check has given up.
+TEST_P(events, a_waiter_for_an_earlier_generation_does_not_wait_for_the_later_one) {
+  EXPECT_EQ(run_checked(GetParam(),
+                        [] {
+                          const int n = rill::rank_n();
+                          if (n < 2) return;
+                          // Two generations of one slot (a freed slot is usually the next one
+                          // taken; other events made meanwhile may take it first).
+                          rill::user_event old_gen = rill::user_event::create();
+                          old_gen.trigger();
+                          rill::user_event new_gen = rill::user_event::create();
+                          for (int tries = 0; new_gen.slot() != old_gen.slot() && tries < 64; ++tries) {
+                            old_gen = new_gen;
+                            old_gen.trigger();
+                            new_gen = rill::user_event::create();
+                          }
+                          ASSERT_EQ(new_gen.slot(), old_gen.slot());
+                          rill::proc(1)
+                              .spawn(
+                                  [](rill::event o, rill::user_event nw) {
+                                    // The later generation's waiter first: it subscribes to it.
+                                    rill::event later = rill::proc::here().spawn(rill::after(nw), [] {});
+                                    std::atomic<bool> ran{false};
+                                    rill::event earlier = rill::proc::here().spawn(
+                                        rill::after(o), [](std::atomic<bool>* r) { r->store(true); }, &ran);
+                                    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                                    while (!ran.load() && std::chrono::steady_clock::now() < give_up) rill::yield();
+                                    const bool woken = ran.load();
+                                    nw.trigger();  // (what the earlier waiter's task would have done)
+                                    rill::merge(std::vector<rill::event>{earlier, later}).wait();
+                                    expect(woken, "a waiter for the earlier generation waited for the later one");
+                                  },
+                                  static_cast<rill::event>(old_gen), new_gen)
+                              .wait();
                         }),
             0);
 }
