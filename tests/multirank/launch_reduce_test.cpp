@@ -8,6 +8,7 @@
 
 #include "data_harness.hpp"
 #include "harness.hpp"
+#include "launch_harness.hpp"
 #include "rill/launch.hpp"
 #include "rill/partition.hpp"
 
@@ -112,13 +113,6 @@ TEST_P(launch_reductions, same_operator_reductions_run_while_an_earlier_one_wait
     expect(counts_of(root) == std::vector<std::int64_t>(points, 6), "a sum after a max was not applied on top");
   });
 }
-
-// Runs every launch on the rank it is told.
-class fixed_mapper : public rill::mapper {
- public:
-  int rank = 0;
-  int map_task(const rill::mapping_query&) override { return rank; }
-};
 
 TEST_P(launch_reductions, a_reduction_moves_its_results_not_the_data) {
   run_checked(GetParam(), [] {

@@ -15,6 +15,7 @@
 
 #include "data_harness.hpp"
 #include "harness.hpp"
+#include "launch_harness.hpp"
 #include "rill/launch.hpp"
 #include "rill/partition.hpp"
 
@@ -316,13 +317,6 @@ TEST_P(launches, simultaneous_uses_of_one_instance_run_together) {
     expect(sum.get_future().get() == 3, "an exclusive read after simultaneous writes saw other values");
   });
 }
-
-// Runs every launch on the rank it is told.
-class fixed_mapper : public rill::mapper {
- public:
-  int rank = 0;
-  int map_task(const rill::mapping_query&) override { return rank; }
-};
 
 TEST_P(launches, a_second_read_of_unchanged_data_moves_no_bytes) {
   run_checked(GetParam(), [] {
