@@ -214,6 +214,23 @@ inline void solve_wire(double v_in, double v_out, double inductance, double resi
 
 inline double new_voltage(double v, double q, double c, double leak) { return (v + q / c) * (1.0 - leak); }
 
+// calc_new_currents over wires lo..hi: each wire's line solved from its nodes' voltages, which
+// voltage(kind, node) reads (from the private, shared or ghost data).
+template <class Ids, class Kinds, class Reals, class Line, class Voltage>
+void solve_wires(coord_t lo, coord_t hi, int iterations, const Ids& in, const Ids& out, const Kinds& in_kind,
+                 const Kinds& out_kind, const Reals& l, const Reals& r, const Reals& wc, const std::vector<Line>& cur,
+                 const std::vector<Line>& inner, Voltage voltage) {
+  for (coord_t w = lo; w <= hi; ++w) {
+    double i[segments], v[segments - 1];
+    for (int k = 0; k < segments; ++k) i[k] = cur[static_cast<std::size_t>(k)][{w}];
+    for (int k = 0; k < segments - 1; ++k) v[k] = inner[static_cast<std::size_t>(k)][{w}];
+    solve_wire(voltage(in_kind[{w}], in[{w}]), voltage(out_kind[{w}], out[{w}]), l[{w}], r[{w}], wc[{w}], iterations, i,
+               v);
+    for (int k = 0; k < segments; ++k) cur[static_cast<std::size_t>(k)][{w}] = i[k];
+    for (int k = 0; k < segments - 1; ++k) inner[static_cast<std::size_t>(k)][{w}] = v[k];
+  }
+}
+
 // The sparse space of some node ids.
 inline rill::index_space<1> space_of(const std::vector<coord_t>& ids) {
   std::vector<rill::point<1>> pts;

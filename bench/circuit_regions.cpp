@@ -122,15 +122,7 @@ void calc_new_currents(const rill::physical_regions& rs, std::size_t, int iterat
     return kind == private_node ? pv[{n}] : kind == shared_node ? sv[{n}] : gv[{n}];
   };
   const rill::rect<1> b = rs[0].reg.space<1>().bounds();
-  for (coord_t w = b.lo[0]; w <= b.hi[0]; ++w) {
-    double i[segments], v[segments - 1];
-    for (int k = 0; k < segments; ++k) i[k] = cur[static_cast<std::size_t>(k)][{w}];
-    for (int k = 0; k < segments - 1; ++k) v[k] = inner[static_cast<std::size_t>(k)][{w}];
-    solve_wire(voltage(in_kind[{w}], in[{w}]), voltage(out_kind[{w}], out[{w}]), l[{w}], r[{w}], wc[{w}], iterations, i,
-               v);
-    for (int k = 0; k < segments; ++k) cur[static_cast<std::size_t>(k)][{w}] = i[k];
-    for (int k = 0; k < segments - 1; ++k) inner[static_cast<std::size_t>(k)][{w}] = v[k];
-  }
+  solve_wires(b.lo[0], b.hi[0], iterations, in, out, in_kind, out_kind, l, r, wc, cur, inner, voltage);
 }
 
 void distribute_charge(const rill::physical_regions& rs, std::size_t) {

@@ -117,15 +117,8 @@ void calc_new_currents(int iterations, piece_instances pi) {
   const auto voltage = [&](std::int32_t kind, coord_t n) {
     return kind == private_node ? pv[{n}] : kind == shared_node ? sv[{n}] : gv[{n}];
   };
-  for (coord_t w = in.bounds().lo[0]; w <= in.bounds().hi[0]; ++w) {
-    double i[segments], v[segments - 1];
-    for (int k = 0; k < segments; ++k) i[k] = cur[static_cast<std::size_t>(k)][{w}];
-    for (int k = 0; k < segments - 1; ++k) v[k] = inner[static_cast<std::size_t>(k)][{w}];
-    solve_wire(voltage(in_kind[{w}], in[{w}]), voltage(out_kind[{w}], out[{w}]), l[{w}], r[{w}], wc[{w}], iterations, i,
-               v);
-    for (int k = 0; k < segments; ++k) cur[static_cast<std::size_t>(k)][{w}] = i[k];
-    for (int k = 0; k < segments - 1; ++k) inner[static_cast<std::size_t>(k)][{w}] = v[k];
-  }
+  solve_wires(in.bounds().lo[0], in.bounds().hi[0], iterations, in, out, in_kind, out_kind, l, r, wc, cur, inner,
+              voltage);
 }
 
 void distribute_charge(piece_instances pi) {
@@ -602,28 +595,19 @@ int main(int argc, char** argv) {
         {"reference", "Realm §9.3: Circuit deferred 19-22% faster than implicit at 16 nodes"}};
     const std::string where = ", " + std::to_string(ranks) + " rank(s)";
     const std::string mpi_name = "MPI bulk-synchronous (persistent Isend/Irecv)";
-    bench::result vs_implicit{"R5",  "deferred" + where, "time per step", "ms",
-                              false, ms(deferred),       "implicit",      ms(implicit)};
-    vs_implicit.extra = extra;
-    bench::emit(vs_implicit);
-    bench::result vs_mpi{"R5",   "deferred vs MPI" + where, "time per step", "ms", false, ms(deferred), mpi_name,
-                         ms(mpi)};
-    vs_mpi.extra = extra;
-    bench::emit(vs_mpi);
-    bench::result implicit_mpi{"R5",   "implicit vs MPI" + where, "time per step", "ms", false, ms(implicit), mpi_name,
-                               ms(mpi)};
-    implicit_mpi.extra = extra;
-    bench::emit(implicit_mpi);
+    const auto emit = [&](const std::string& name, const std::vector<double>& value, const std::string& peer,
+                          const std::vector<double>& peer_value) {
+      bench::result r{"R5", name + where, "time per step", "ms", false, ms(value), peer, ms(peer_value)};
+      r.extra = extra;
+      bench::emit(r);
+    };
+    emit("deferred", deferred, "implicit", implicit);
+    emit("deferred vs MPI", deferred, mpi_name, mpi);
+    emit("implicit vs MPI", implicit, mpi_name, mpi);
     // The same circuit on logical regions (circuit_regions.cpp): the price of letting the
     // runtime find the dependences, copies and reductions the deferred version spells out.
-    bench::result regions_deferred{"R5",        "regions vs deferred" + where, "time per step", "ms", false,
-                                   ms(regions), "deferred (explicit copies)",  ms(deferred)};
-    regions_deferred.extra = extra;
-    bench::emit(regions_deferred);
-    bench::result regions_mpi{"R5",   "regions vs MPI" + where, "time per step", "ms", false, ms(regions), mpi_name,
-                              ms(mpi)};
-    regions_mpi.extra = extra;
-    bench::emit(regions_mpi);
+    emit("regions vs deferred", regions, "deferred (explicit copies)", deferred);
+    emit("regions vs MPI", regions, mpi_name, mpi);
     if (!ok)
       std::fprintf(stderr,
                    "r5: final voltages differ by more than %g (relative): deferred %g, implicit %g, regions %g, "
