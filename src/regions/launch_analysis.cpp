@@ -199,6 +199,7 @@ void launch_analysis::make_only_valid(tree_state& tree, const region_path& path,
 void launch_analysis::apply_pending(tree_state& tree, const region_path& path, std::size_t home, field_id f,
                                     std::uint64_t except_op) {
   const region_node& node = *path.back();
+  index_space<3> reduced;  // the points applied to `home`
   for (pending_reduction& p : tree.pending) {
     auto un = p.unapplied.find(f);
     if (p.op->id == except_op || un == p.unapplied.end() || !un->second.bounds().overlaps(node.space.bounds()))
@@ -214,9 +215,10 @@ void launch_analysis::apply_pending(tree_state& tree, const region_path& path, s
     p.applied.push_back(applied);
     un->second = un->second.subtract(over);
     if (un->second.empty()) p.unapplied.erase(un);
-    // The reduced points are newer in `home` than wherever else they were valid.
-    make_only_valid(tree, path, home, f, over);
+    reduced = reduced.unite(over);
   }
+  // The reduced points are newer in `home` than wherever else they were valid.
+  if (!reduced.empty()) make_only_valid(tree, path, home, f, reduced);
   retire_applied(tree);
 }
 
@@ -374,7 +376,8 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
     for (field_id f : fields[i]) {
       const bool other_op = std::any_of(tree.pending.begin(), tree.pending.end(), [&](const pending_reduction& p) {
         auto un = p.unapplied.find(f);
-        return p.op->id != op.id && un != p.unapplied.end() && !un->second.intersect(node.space).empty();
+        return p.op->id != op.id && un != p.unapplied.end() && un->second.bounds().overlaps(node.space.bounds()) &&
+               !un->second.intersect(node.space).empty();
       });
       if (!other_op) continue;
       const std::size_t home = instance_for(tree, paths[i], rank);
