@@ -133,11 +133,25 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std
 }
 
 std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& path, int rank) {
-  for (auto up = path.rbegin(); up != path.rend(); ++up)
+  const region_node& node = *path.back();
+  // The largest instance on `rank` whose region holds the requirement's points: an ancestor's,
+  // or an aliased region's that contains it (a stencil's ghost region holds its strip). Taking the
+  // largest makes uses of nested regions converge on one instance, so that the points they share
+  // are not copied between two instances on one rank step after step.
+  std::size_t best = no_instance, best_volume = 0;
+  tree.for_each_meeting(path, [&](node_state& s) {
+    for (std::size_t k : s.instances) {
+      if (tree.instances[k].rank != rank) continue;
+      const std::size_t volume = s.space.volume();
+      if ((best == no_instance || volume > best_volume) && s.space.contains(node.space)) best = k, best_volume = volume;
+    }
+  });
+  if (best != no_instance) return best;
+  // (An empty region meets nothing: any instance of an ancestor holds it.)
+  for (auto up = path.rbegin(); up != path.rend() && node.space.empty(); ++up)
     if (node_state* s = tree.find((*up)->id))
       for (std::size_t k : s->instances)
         if (tree.instances[k].rank == rank) return k;
-  const region_node& node = *path.back();
   created_instance made;
   switch (node.dims) {
     case 1: made = create_unpadded<1>(memory::system(rank), node.space, node.fields); break;
@@ -155,7 +169,8 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   return k;
 }
 
-void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event earlier) {
+void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
+                               const std::vector<conflict>& earlier) {
   const region_node& node = *path.back();
   if (tree.instances[home].valid[f].points.contains(node.space)) return;
   index_space<3> missing = node.space.subtract(tree.instances[home].valid[f].points);
@@ -169,10 +184,12 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       if (over.empty()) continue;
       tracked_instance& to = tree.instances[home];
       valid_points& mine = to.valid[f];
-      // After what `home` was last given (a reduction applied by a launch this one need not
+      // After what `home` was last given too (a reduction applied by a launch this one need not
       // wait for may still be landing there).
-      const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {},
-                                           merge(earlier, from.made, to.made, v->second.ready, mine.ready), what);
+      std::vector<event> pre{after, from.made, to.made, v->second.ready, mine.ready};
+      for (const conflict& c : earlier)
+        if (tree_state::spaces_meet(c.at->space, over)) pre.push_back(c.done);
+      const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {}, merge(pre), what);
       copies_.fetch_add(1, std::memory_order_relaxed);
       bytes_copied_.fetch_add(over.volume() * node.fields.bytes_of(f), std::memory_order_relaxed);
       mine.points = mine.points.unite(over);
@@ -334,6 +351,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   std::vector<event> waits{after};
   // Who it waits for, before any of its own requirements is recorded (they never wait for each
   // other): conflicting uses, but those of the same instance with the same relaxed coherence.
+  std::vector<std::vector<conflict>> earlier(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i)
     trees_[paths[i].back()->root].for_each_meeting(paths[i], [&](node_state& s) {
       for (const region_user& u : s.users) {
@@ -342,9 +360,9 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
             u.instance == homes[i])
           continue;
         waits.push_back(u.done);
+        earlier[i].push_back({&s, u.done});
       }
     });
-  const event earlier = merge(waits);
 
   // Its data, reductions last: a reduction of this launch applies on top of what it writes.
   out.regions.resize(reqs.size());
@@ -358,7 +376,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
       if (reqs[i].priv == privilege::write_discard) {
         discard_pending(tree, node.space, f);
       } else {
-        bring_in(tree, paths[i], home, f, earlier);
+        bring_in(tree, paths[i], home, f, after, earlier[i]);
         apply_pending(tree, paths[i], home, f, 0);
       }
       waits.push_back(tree.instances[home].valid[f].ready);
@@ -381,7 +399,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
       });
       if (!other_op) continue;
       const std::size_t home = instance_for(tree, paths[i], rank);
-      bring_in(tree, paths[i], home, f, earlier);
+      bring_in(tree, paths[i], home, f, after, earlier[i]);
       apply_pending(tree, paths[i], home, f, op.id);
       waits.push_back(tree.instances[home].valid[f].ready);
     }

@@ -45,12 +45,15 @@ class launch_analysis final : public rank_module {
 
   int choose_rank(const std::vector<requirement>& reqs, const std::vector<region_path>& paths,
                   const std::vector<std::vector<field_id>>& fields, std::int64_t color);
-  // An instance on `rank` covering the region at the end of `path`: one made for it or for a
-  // region above it, else a new one.
+  // An instance on `rank` covering the region at the end of `path`: the largest made for a region
+  // that contains it (itself, an ancestor, an aliased region around it), else a new one.
   std::size_t instance_for(tree_state& tree, const region_path& path, int rank);
   // Copies into instance `home` the points of field f of the region at the end of `path` that it
-  // does not hold valid, from instances that do, once `earlier` has triggered.
-  void bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event earlier);
+  // does not hold valid, from instances that do: each copy after `after` and the conflicting
+  // earlier uses of the points it copies (the writes that made them; they waited in turn for
+  // whoever read the points where they are copied to).
+  void bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
+                const std::vector<conflict>& earlier);
   // Records a use at a region, merged into an earlier one it commutes with.
   static void record_use(node_state& n, region_user use);
   // Makes instance `home` the only one holding field f of `points` valid.

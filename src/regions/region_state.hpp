@@ -92,6 +92,13 @@ struct node_state {
   std::unordered_map<std::uint64_t, used_partition> below;  // by partition id
 };
 
+// An earlier use a requirement must wait for: the region it was recorded at, and its end. A copy
+// for the requirement waits only for those of the points it copies.
+struct conflict {
+  const node_state* at;
+  event done;
+};
+
 class tree_state {
  public:
   // The state of the region at the end of `path`, made (with its ancestors' links) if new.
@@ -108,6 +115,8 @@ class tree_state {
   // them there waits for those uses, and whoever conflicts with them conflicts with it.
   void drop_covered(std::uint64_t id, const std::vector<field_id>& fields);
 
+  static bool spaces_meet(const index_space<3>& a, const index_space<3>& b);
+
   std::vector<tracked_instance> instances;  // never shrinks: node states hold indices
   std::vector<pending_reduction> pending;
   std::vector<spare_fold> spare_folds;
@@ -116,7 +125,6 @@ class tree_state {
   template <class F>
   void visit_subtree(std::uint64_t id, const index_space<3>& space, bool inside, F& f);
   static void drop_finished(node_state& n);
-  static bool spaces_meet(const index_space<3>& a, const index_space<3>& b);
 
   std::unordered_map<std::uint64_t, node_state> nodes_;  // by region id
 };

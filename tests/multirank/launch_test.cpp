@@ -349,6 +349,86 @@ TEST_P(launches, a_second_read_of_unchanged_data_moves_no_bytes) {
   });
 }
 
+// A 1D stencil: each strip reads its ghost region (itself and one point either side) of one field
+// and writes its own points of the other. The strip and its ghost region share one instance, so a
+// step copies only the halo points, never a strip's own.
+void stencil_step(const rill::physical_regions& rs, std::size_t, rill::field_id in, rill::field_id out) {
+  const auto from = rs[0].read<std::uint64_t, 1>(rill::field<std::uint64_t>{in});
+  const auto to = rs[1].write<std::uint64_t, 1>(rill::field<std::uint64_t>{out});
+  const rill::index_space<1> around = rs[0].reg.space<1>();
+  rs[1].reg.space<1>().for_each_point([&](const rill::point<1>& p) {
+    std::uint64_t x = from[p] * 3;
+    for (rill::coord_t d : {-1, 1})
+      if (around.contains(rill::point<1>{p[0] + d})) x += from[{p[0] + d}] * static_cast<std::uint64_t>(5 + d);
+    to[p] = x;
+  });
+}
+
+TEST_P(launches, a_stencil_step_copies_only_the_halo) {
+  run_checked(GetParam(), [] {
+    constexpr std::size_t strips_n = 4;
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    const rill::partition strips = rill::partition_equal(root, strips_n);
+    std::vector<rill::index_space<1>> around;
+    for (std::size_t c = 0; c < strips_n; ++c) {
+      const rill::rect<1> b = strips.subregion(c).space<1>().bounds();
+      around.emplace_back(rill::rect<1>{std::max<rill::coord_t>(b.lo[0] - 1, 0), std::min(b.hi[0] + 1, points - 1)});
+    }
+    const rill::partition ghosts = rill::partition_by_subspaces(root, around);
+    rill::index_launch(
+        [](const rill::physical_regions& rs, std::size_t) {
+          auto a = rs[0].write<std::uint64_t, 1>(fa);
+          rs[0].reg.space<1>().for_each_point(
+              [&](const rill::point<1>& p) { a[p] = static_cast<std::uint64_t>(p[0]); });
+        },
+        strips, {rill::req(strips, {fa.id}, rill::privilege::write_discard)});
+    std::vector<std::uint64_t> model(points);
+    for (rill::coord_t p = 0; p < points; ++p) model[static_cast<std::size_t>(p)] = static_cast<std::uint64_t>(p);
+    const auto step = [&](int k) {
+      const rill::field_id in = k % 2 ? fb.id : fa.id, out = k % 2 ? fa.id : fb.id;
+      rill::index_launch(stencil_step, strips,
+                         {rill::req(ghosts, {in}, rill::privilege::read_only),
+                          rill::req(strips, {out}, rill::privilege::write_discard)},
+                         in, out);
+      std::vector<std::uint64_t> next(points);
+      for (std::size_t c = 0; c < strips_n; ++c)
+        strips.subregion(c).space<1>().for_each_point([&](const rill::point<1>& p) {
+          const auto i = static_cast<std::size_t>(p[0]);
+          next[i] = model[i] * 3;
+          for (rill::coord_t d : {-1, 1})
+            if (around[c].contains(rill::point<1>{p[0] + d}))
+              next[i] += model[i + d] * static_cast<std::uint64_t>(5 + d);
+        });
+      model = next;
+    };
+    // The first step brings each strip's own points into its ghost region's instance.
+    step(0);
+    const rill::launch_counts before = rill::launch_counts_here();
+    constexpr int steps = 5;
+    for (int k = 1; k <= steps; ++k) step(k);
+    // (Counted when the launches are issued.) Strip c's halo: the last point of strip c - 1 and
+    // the first of strip c + 1, one copy each.
+    const rill::launch_counts after = rill::launch_counts_here();
+    constexpr std::uint64_t halo_points = 2 * (strips_n - 1);
+    expect(after.copies - before.copies == steps * halo_points &&
+               after.bytes_copied - before.bytes_copied == steps * halo_points * sizeof(std::uint64_t),
+           "a step copied more than the halos");
+    expect(after.instances_made == before.instances_made, "a step made an instance");
+    rill::promise<std::vector<std::uint64_t>> result;
+    const rill::field<std::uint64_t> last = steps % 2 ? fa : fb;
+    rill::launch(
+        [](const rill::physical_regions& rs, rill::field<std::uint64_t> f,
+           rill::promise<std::vector<std::uint64_t>> out) {
+          auto acc = rs[0].read<std::uint64_t, 1>(f);
+          std::vector<std::uint64_t> vals;
+          for (rill::coord_t p = 0; p < points; ++p) vals.push_back(acc[{p}]);
+          out.put(std::move(vals));
+        },
+        {rill::req(root, {last.id}, rill::privilege::read_only)}, last, result);
+    expect(result.get_future().get() == model, "the stencil's values differ from the sequential model's");
+  });
+}
+
 TEST_P(launches, invalid_requirements_are_refused_naming_the_cause) {
   run_checked(GetParam(), [] {
     const rill::region root = rill::region::create(rill::rect<1>{0, 9}, rill::field_space{fa});
