@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "common.hpp"
 #include "rill/rill.hpp"
 
 namespace r5 {
 
 using add = rill::reduce::sum<double>;
+using bench::relative_difference;
 using rill::coord_t;
 
 constexpr int segments = 4;  // RLC segments per wire (Legion: 10)
@@ -254,17 +256,6 @@ inline void init_wires(const circuit& c, int p, coord_t lo, coord_t hi, const ri
     r[{w}] = c.resistance[i];
     wc[{w}] = c.wire_cap[i];
   }
-}
-
-// max |a - b| over max |a|.
-inline double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(a[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
 }
 
 }  // namespace r5

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -93,11 +94,32 @@ inline void emit(const result& r) {
   std::fflush(stdout);
 }
 
+// A time (lower is better) measured in seconds, reported in milliseconds beside a peer's.
+inline void emit_ms(const std::string& id, const std::string& case_name, const std::string& metric,
+                    std::vector<double> seconds, const std::string& peer, std::vector<double> peer_seconds,
+                    const nlohmann::json& extra) {
+  for (auto* v : {&seconds, &peer_seconds})
+    for (double& x : *v) x *= 1e3;
+  result r{id, case_name, metric, "ms", false, std::move(seconds), peer, std::move(peer_seconds), extra};
+  emit(r);
+}
+
 template <class... Args>
 void progress(fmt::format_string<Args...> f, Args&&... args) {
   std::fputs(fmt::format(f, std::forward<Args>(args)...).c_str(), stderr);
   std::fputc('\n', stderr);
   std::fflush(stderr);
+}
+
+// max |a - b| over max |a|: how far a result is from the reference's (infinite if sizes differ).
+inline double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(a[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
 }
 
 // Keeps the optimizer from deleting a computation whose result is otherwise unused.

@@ -12,6 +12,7 @@
 
 #include "common.hpp"
 #include "rill/launcher.hpp"
+#include "rill/runtime.hpp"
 
 namespace bench::mpi_peer {
 
@@ -93,6 +94,27 @@ inline void sleeping_barrier() {
     if (done) return;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+// What a Rill runtime ran on.
+struct rill_shape {
+  int ranks = 1;
+  int workers = 1;
+};
+
+// One repetition of a program that times Rill beside an MPI peer: a runtime of its own (over a
+// copy of the arguments, which the runtime consumes) running `body` as its main task, between
+// sleeping barriers so that neither side's ranks poll while the other measures.
+template <class F>
+rill_shape rill_repetition(int argc, char** argv, F&& body) {
+  sleeping_barrier();
+  std::vector<char*> args(argv, argv + argc + 1);
+  int args_count = argc;
+  rill::runtime rt(args_count, args.data());
+  const rill_shape shape{rt.ranks(), rt.options().workers};
+  rt.run(std::forward<F>(body));
+  sleeping_barrier();
+  return shape;
 }
 
 inline int world_rank() {

@@ -518,17 +518,11 @@ int main(int argc, char** argv) {
 
   std::vector<double> deferred, implicit, regions, mpi;
   double diff_deferred = 0, diff_implicit = 0, diff_regions = 0, diff_rill = 0, max_voltage = 0;
-  int ranks = 1, workers = 1;
+  bench::mpi_peer::rill_shape shape;
   for (int rep = 0; rep < reps; ++rep) {
     std::vector<double> mpi_v;
     mpi.push_back(run_mpi(ckt, mpi_v));
-    bench::mpi_peer::sleeping_barrier();
-    std::vector<char*> args(argv, argv + argc + 1);
-    int args_count = argc;
-    rill::runtime rt(args_count, args.data());
-    workers = rt.options().workers;
-    ranks = rt.ranks();
-    rt.run([&] {
+    shape = bench::mpi_peer::rill_repetition(argc, argv, [&] {
       const std::vector<piece> pieces = create_pieces(ckt);
       // Rotate which goes first, so that none always runs on a warmer machine.
       std::vector<double> v_deferred, v_implicit, v_regions;
@@ -560,19 +554,14 @@ int main(int argc, char** argv) {
           gone.push_back(i.destroy());
       rill::merge(gone).wait();
     });
-    bench::mpi_peer::sleeping_barrier();
   }
   int ok = std::max({diff_deferred, diff_implicit, diff_regions, diff_rill}) <= tolerance ? 1 : 0;
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (me == 0) {
-    const auto ms = [](std::vector<double> v) {
-      for (double& x : v) x *= 1e3;
-      return v;
-    };
     const nlohmann::json extra = {
-        {"ranks", ranks},
+        {"ranks", shape.ranks},
         {"mpi_ranks", mpi_ranks},
-        {"workers", workers},
+        {"workers", shape.workers},
         {"pieces", prm.pieces},
         {"nodes_per_piece", prm.nodes},
         {"wires_per_piece", prm.wires},
@@ -593,13 +582,11 @@ int main(int argc, char** argv) {
         {"checked", ok == 1},
         {"implicit_method", "wait for each operation's precondition right before issuing it (§9.3)"},
         {"reference", "Realm §9.3: Circuit deferred 19-22% faster than implicit at 16 nodes"}};
-    const std::string where = ", " + std::to_string(ranks) + " rank(s)";
+    const std::string where = ", " + std::to_string(shape.ranks) + " rank(s)";
     const std::string mpi_name = "MPI bulk-synchronous (persistent Isend/Irecv)";
     const auto emit = [&](const std::string& name, const std::vector<double>& value, const std::string& peer,
                           const std::vector<double>& peer_value) {
-      bench::result r{"R5", name + where, "time per step", "ms", false, ms(value), peer, ms(peer_value)};
-      r.extra = extra;
-      bench::emit(r);
+      bench::emit_ms("R5", name + where, "time per step", value, peer, peer_value, extra);
     };
     emit("deferred", deferred, "implicit", implicit);
     emit("deferred vs MPI", deferred, mpi_name, mpi);

@@ -124,7 +124,10 @@ class read_accessor {
  public:
   explicit read_accessor(accessor<T, N> a) : a_(a) {}
   const T& operator[](const point<N>& p) const { return a_[p]; }
+  const T* ptr(const point<N>& p) const { return a_.ptr(p); }
   const rect<N>& bounds() const { return a_.bounds(); }
+  // Bytes between neighbouring points in dimension d.
+  std::ptrdiff_t stride(int d) const { return a_.stride(d); }
 
  private:
   accessor<T, N> a_;
