@@ -18,6 +18,11 @@
 // worker sleeps. Points are block-distributed (2 per rank). Every version checks every task's
 // inputs by their (step, point) tags; `errors` must be 0.
 //
+// The same graphs as launches on logical regions (task_bench/regions_version.hpp: rank 0 issues
+// every task with region requirements, the runtime finds the dependences and moves the tags) run
+// after each pattern's pair of sweeps, and their METG is reported beside the SPMD Rill version's
+// (`--no-regions` leaves them out).
+//
 // Peak: the kernel alone on both cores at once (each MPI rank, or two threads). The best of 30
 // short runs at start-up gives the machine's peak (peak_gflops); the efficiencies divide by the
 // rate sustained right before each pattern's pair of sweeps (the median of 5 runs of 4 ms on all
@@ -49,6 +54,7 @@
 #include "task_bench/graph.hpp"
 #include "task_bench/kernel.hpp"
 #include "task_bench/metg.hpp"
+#include "task_bench/regions_version.hpp"
 #include "task_bench/rill_version.hpp"
 
 namespace {
@@ -238,6 +244,7 @@ struct config {
   int tries = 2;
   bool flush = true;
   bool run_next = true;
+  bool regions = true;
   std::vector<task_bench::pattern> patterns;
 };
 
@@ -302,6 +309,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-flush", cfg.flush, "Rill: leave remote outputs to aggregation (no am::flush per task)");
   app.add_flag("!--spawn-all", cfg.run_next, "Rill: spawn every ready task (no running of a ready dependent next)");
   app.add_flag("--no-peers", no_peers, "run only the Rill version (for profiling)");
+  app.add_flag("!--no-regions", cfg.regions, "leave out the version on logical regions");
   app.add_flag("--quick", quick, "fewer steps and repetitions");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
@@ -321,6 +329,7 @@ int main(int argc, char** argv) {
 
   std::map<task_bench::pattern, edge_table> tables;
   for (auto p : cfg.patterns) tables.emplace(p, edge_table(task_bench::make_graph(p, cfg.width, cfg.steps, cfg.radix)));
+  task_bench::regions_version::tables = &tables;
 
   // Peak: the kernel on every core at once, before the runtime starts its workers.
   double spi = 0;
@@ -346,7 +355,7 @@ int main(int argc, char** argv) {
     for (double v : per) spi += v / cores;
   }
 
-  results peer, rill_res;
+  results peer, rill_res, regions_res;
   std::string peer_name;
   int ranks = 0, workers = 0;
   {
@@ -368,6 +377,7 @@ int main(int argc, char** argv) {
       task_bench::rill_version::collective sync;
       const bool zero = rill::rank_me() == 0;
       std::uint64_t epoch = 0;
+      std::map<task_bench::pattern, task_bench::regions_version::graph_regions> graphs;  // rank 0's
       for (int rep = 0; rep < cfg.reps; ++rep)
         for (auto p : cfg.patterns) {
           const edge_table& table = tables.at(p);
@@ -406,6 +416,23 @@ int main(int argc, char** argv) {
                 spi_now, cores, cfg);
             if (zero) log_sweep(mpi ? "MPI" : "OpenMP", p, ps);
           };
+          // On regions: rank 0 issues every launch, the other ranks run what they are sent.
+          auto regions_sweep = [&] {
+            if (!cfg.regions) return;
+            if (zero && !graphs.count(p)) graphs.emplace(p, task_bench::regions_version::make_regions(table));
+            series local_regions;
+            series& rs = zero ? regions_res[p] : local_regions;
+            record(
+                rs, table,
+                [&](long it) {
+                  task_bench::rill_version::result r;
+                  if (zero) r = task_bench::regions_version::run_graph(graphs.at(p), p, it);
+                  const task_bench::rill_version::agreed all = sync.step({r.seconds, r.errors});
+                  return measured{all.seconds, all.errors};
+                },
+                spi_now, cores, cfg);
+            if (zero) log_sweep("regions", p, rs);
+          };
           if (rep % 2 == 0) {
             peer_sweep();
             rill_sweep();
@@ -413,6 +440,7 @@ int main(int argc, char** argv) {
             rill_sweep();
             peer_sweep();
           }
+          regions_sweep();
         }
     });
   }
@@ -455,6 +483,24 @@ int main(int argc, char** argv) {
         res.extra["peer_sweep"] = sweep_json(peer.at(p));
       }
       bench::emit(res);
+      if (!regions_res.count(p)) continue;
+      // The same graph as launches on logical regions, beside the SPMD version above.
+      const series& g = regions_res.at(p);
+      bench::result on_regions = res;
+      on_regions.case_name =
+          fmt::format("{}, regions, {} {}, {} {}, {}", task_bench::name(p), ranks, ranks == 1 ? "rank" : "ranks",
+                      workers, workers == 1 ? "worker" : "workers", mpi ? "mpi" : "local");
+      on_regions.rill = g.metg;
+      on_regions.peer = "Rill SPMD (active messages)";
+      on_regions.peer_values = r.metg;
+      on_regions.extra["errors"] = g.errors;
+      on_regions.extra["smallest_passing_us"] = bench::summarize(g.smallest).median;
+      on_regions.extra["not_found_runs"] = std::count(g.metg.begin(), g.metg.end(), 0.0);
+      on_regions.extra["sweep"] = sweep_json(g);
+      on_regions.extra["peer_smallest_passing_us"] = bench::summarize(r.smallest).median;
+      on_regions.extra["peer_sweep"] = sweep_json(r);
+      on_regions.extra["version"] = "regions: rank 0 launches every task with region requirements";
+      bench::emit(on_regions);
     }
   }
   if (mpi) MPI_Finalize();
