@@ -101,6 +101,12 @@
   X(steal, "steal-batch", steal_batch, std::uint32_t, 8, number(1, 1 << 20), from_config, per_rank,                   \
     "the most async_any tasks one steal takes (at most half of the victim's queue)")
 
+#define RILL_REGIONS_OPTIONS(X)                                                                                       \
+  X(regions, "instance-budget", instance_budget, std::size_t, 0, bytes(0, std::size_t{1} << 50), "no budget",         \
+    per_rank,                                                                                                         \
+    "the most bytes of instances the launches a rank issues keep on each rank; beyond it, making one destroys "       \
+    "instances whose data is valid elsewhere too, least recently used first (0 = keep every instance)")
+
 #define RILL_RUNTIME_OPTIONS(X)                                                                                       \
   X(runtime, "log", log, std::string, "warn", log_levels, from_config, per_rank,                                      \
     "log level: trace, debug, info, warn, error, critical, off")                                                      \
@@ -118,5 +124,6 @@
   RILL_EVENTS_OPTIONS(X)                                                                                              \
   RILL_GLOBAL_OPTIONS(X)                                                                                              \
   RILL_STEAL_OPTIONS(X)                                                                                               \
+  RILL_REGIONS_OPTIONS(X)                                                                                             \
   RILL_RUNTIME_OPTIONS(X)
 // clang-format on

@@ -43,6 +43,21 @@ created_instance create_unpadded(memory m, const index_space<3>& space, const fi
 }
 
 // The nodes from the root of r's tree down to r (so that overlap tests later need no fetch).
+// Whether every point instance k holds valid is valid in another instance too (for each field).
+bool replicated(const tree_state& tree, std::size_t k) {
+  for (const auto& [f, mine] : tree.instances[k].valid) {
+    index_space<3> alone = mine.points;
+    for (std::size_t j = 0; j < tree.instances.size() && !alone.empty(); ++j) {
+      if (j == k || !tree.instances[j].live) continue;
+      auto other = tree.instances[j].valid.find(f);
+      if (other != tree.instances[j].valid.end() && other->second.points.bounds().overlaps(alone.bounds()))
+        alone = alone.subtract(other->second.points);
+    }
+    if (!alone.empty()) return false;
+  }
+  return true;
+}
+
 region_path path_of(region_forest& forest, region r) {
   if (!r.exists()) throw misuse_error(fmt::format("{}: a requirement names no region", what));
   region_path path{forest.node(r.id(), what)};
@@ -53,7 +68,7 @@ region_path path_of(region_forest& forest, region r) {
 
 }  // namespace
 
-launch_analysis::launch_analysis() : rank_module("regions") {}
+launch_analysis::launch_analysis(const rill::config& cfg) : rank_module("regions"), budget_(cfg.instance_budget) {}
 
 launch_analysis::turn::turn(launch_analysis& a) : a_(a) {
   user_event mine;
@@ -89,7 +104,8 @@ void launch_analysis::set_mapper(std::shared_ptr<mapper> m) {
 }
 
 launch_counts launch_analysis::counts() const {
-  return {launches_.load(), instances_made_.load(), copies_.load(), bytes_copied_.load(), reductions_.load()};
+  return {launches_.load(),     instances_made_.load(), copies_.load(),
+          bytes_copied_.load(), reductions_.load(),     collected_.load()};
 }
 
 void launch_analysis::report_counters(counter_report& out) {
@@ -99,6 +115,7 @@ void launch_analysis::report_counters(counter_report& out) {
   out.add("launch_copies", c.copies);
   out.add("launch_bytes_copied", c.bytes_copied);
   out.add("launch_reductions", c.reductions);
+  out.add("launch_instances_collected", c.instances_collected);
 }
 
 int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std::vector<region_path>& paths,
@@ -146,12 +163,17 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
       if ((best == no_instance || volume > best_volume) && s.space.contains(node.space)) best = k, best_volume = volume;
     }
   });
-  if (best != no_instance) return best;
   // (An empty region meets nothing: any instance of an ancestor holds it.)
-  for (auto up = path.rbegin(); up != path.rend() && node.space.empty(); ++up)
+  for (auto up = path.rbegin(); up != path.rend() && node.space.empty() && best == no_instance; ++up)
     if (node_state* s = tree.find((*up)->id))
       for (std::size_t k : s->instances)
-        if (tree.instances[k].rank == rank) return k;
+        if (tree.instances[k].rank == rank) best = k;
+  if (best != no_instance) {
+    tree.instances[best].last_chosen = clock_;
+    return best;
+  }
+  const std::size_t bytes = node.space.volume() * node.fields.bytes_per_point();
+  if (budget_ > 0) collect(rank, bytes);
   created_instance made;
   switch (node.dims) {
     case 1: made = create_unpadded<1>(memory::system(rank), node.space, node.fields); break;
@@ -163,6 +185,10 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   t.inst = made.inst;
   t.rank = rank;
   t.made = made.ready;
+  t.region = node.id;
+  t.bytes = bytes;
+  t.last_chosen = clock_;
+  held_[rank] += bytes;
   tree.instances.push_back(std::move(t));
   const std::size_t k = tree.instances.size() - 1;
   tree.at(path).instances.push_back(k);
@@ -190,6 +216,7 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       for (const conflict& c : earlier)
         if (tree_state::spaces_meet(c.at->space, over)) pre.push_back(c.done);
       const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {}, merge(pre), what);
+      note_use(tree, k, copied);
       copies_.fetch_add(1, std::memory_order_relaxed);
       bytes_copied_.fetch_add(over.volume() * node.fields.bytes_of(f), std::memory_order_relaxed);
       mine.points = mine.points.unite(over);
@@ -197,6 +224,44 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       missing = missing.subtract(over);
     }
   });
+}
+
+void launch_analysis::note_use(tree_state& tree, std::size_t k, event until) {
+  if (budget_ == 0) return;  // (nothing is collected: no need to know)
+  tracked_instance& t = tree.instances[k];
+  t.last_use = merge(t.last_use, until);
+}
+
+void launch_analysis::collect(int rank, std::size_t needed) {
+  std::size_t& held = held_[rank];
+  if (held + needed <= budget_) return;
+  struct candidate {
+    std::uint64_t chosen;
+    tree_state* tree;
+    std::size_t k;
+  };
+  std::vector<candidate> oldest_first;
+  for (auto& [root, tree] : trees_)
+    for (std::size_t k = 0; k < tree.instances.size(); ++k) {
+      const tracked_instance& t = tree.instances[k];
+      if (t.live && t.rank == rank && t.last_chosen != clock_) oldest_first.push_back({t.last_chosen, &tree, k});
+    }
+  std::sort(oldest_first.begin(), oldest_first.end(),
+            [](const candidate& a, const candidate& b) { return a.chosen < b.chosen; });
+  for (const candidate& c : oldest_first) {
+    if (held + needed <= budget_) return;
+    if (!replicated(*c.tree, c.k)) continue;
+    tracked_instance& t = c.tree->instances[c.k];
+    // After every task and copy that used it, and every copy or reduction into it.
+    std::vector<event> used{t.made, t.last_use};
+    for (const auto& [f, v] : t.valid) used.push_back(v.ready);
+    t.inst.destroy(merge(used));
+    t.valid.clear();
+    t.live = false;
+    held -= t.bytes;
+    if (node_state* n = c.tree->find(t.region)) std::erase(n->instances, c.k);
+    collected_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void launch_analysis::make_only_valid(tree_state& tree, const region_path& path, std::size_t home, field_id f,
@@ -287,6 +352,7 @@ created_instance launch_analysis::make_fold(tree_state& tree, const region_node&
 
 launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels) {
   turn in_turn(*this);
+  ++clock_;
   auto& forest = forest_here(what);
   std::vector<region_path> paths;
   std::vector<std::vector<field_id>> fields;
@@ -417,6 +483,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
     tree_state& tree = trees_[paths[i].back()->root];
     if (overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive)
       tree.drop_covered(paths[i].back()->id, fields[i]);
+    if (homes[i] != no_instance) note_use(tree, homes[i], out.done);
     record_use(tree.at(paths[i]),
                {fields[i], reqs[i].priv, reqs[i].coh, homes[i], out.done, reqs[i].redop ? reqs[i].redop->id : 0});
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "regions/region_state.hpp"
+#include "rill/config.hpp"
 #include "rill/event.hpp"
 #include "rill/launch.hpp"
 #include "scheduler/current_module.hpp"
@@ -20,7 +21,7 @@ namespace rill::detail {
 
 class launch_analysis final : public rank_module {
  public:
-  launch_analysis();
+  explicit launch_analysis(const rill::config& cfg);
 
   launch_plan plan(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels);
   void set_mapper(std::shared_ptr<mapper> m);
@@ -64,6 +65,13 @@ class launch_analysis final : public rank_module {
   void apply_pending(tree_state& tree, const region_path& path, std::size_t home, field_id f, std::uint64_t except_op);
   // Forgets the pending reductions of field f over `space`: a write_discard replaces them.
   void discard_pending(tree_state& tree, const index_space<3>& space, field_id f);
+  // Destroys instances on `rank` until `needed` more bytes fit in the budget there, least recently
+  // chosen first, skipping those chosen by the launch being analysed and those that hold some
+  // point of a field that no other instance holds valid. (Short of such instances, the budget is
+  // exceeded.)
+  void collect(int rank, std::size_t needed);
+  // Notes a use of instance k that lasts until `until` (under a budget only).
+  void note_use(tree_state& tree, std::size_t k, event until);
   // Drops the pending reductions applied everywhere, keeping their fold instances as spares (a
   // few per tree; the others are destroyed) once their last application is done.
   static void retire_applied(tree_state& tree);
@@ -77,7 +85,11 @@ class launch_analysis final : public rank_module {
   std::deque<user_event> waiting_turns_;                 // under turns_lock_
   std::shared_ptr<mapper> mapper_;                       // in turns
   std::unordered_map<std::uint64_t, tree_state> trees_;  // by root id, in turns
-  std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0}, reductions_{0};
+  const std::size_t budget_;                             // bytes per rank, 0: none
+  std::unordered_map<int, std::size_t> held_;            // bytes of live instances by rank, in turns
+  std::uint64_t clock_ = 0;                              // launches analysed, in turns
+  std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0}, reductions_{0},
+      collected_{0};
 };
 
 inline launch_analysis& analysis_here(const char* what) { return current_module<launch_analysis>(what); }

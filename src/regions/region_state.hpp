@@ -67,13 +67,21 @@ struct valid_points {
 };
 
 // An instance made for a region of the tree: on which rank, covering the region's points, with
-// every field of the tree.
+// every field of the tree. Under an instance budget it may be collected (destroyed, `live` false,
+// holding nothing valid); its index stays, never reused.
 struct tracked_instance {
   instance inst;
   int rank = 0;
   event made;
   std::map<field_id, valid_points> valid;
-  reservation atomic_lock;  // made for its first atomic use
+  reservation atomic_lock;   // made for its first atomic use
+  std::uint64_t region = 0;  // made for
+  std::size_t bytes = 0;
+  bool live = true;
+  // Kept only under a budget: the tasks and copies that used it (reading or writing), and the
+  // analysis's clock when a launch last chose it (least recently used goes first).
+  event last_use;
+  std::uint64_t last_chosen = 0;
 };
 
 // The root of a tree, down to a region.

@@ -23,7 +23,7 @@ void add_builtin_modules(rank_core& core, const rill::config& cfg, std::shared_p
   m.add<remote_steal>(core, model, cfg);
   m.add<data_module>(core.id(), model, global);
   m.add<region_forest>(core.id());
-  m.add<launch_analysis>();
+  m.add<launch_analysis>(cfg);
   m.add<termination>(core, audit);
   core.modules_ready();
 }

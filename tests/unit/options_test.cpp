@@ -36,7 +36,7 @@ const char* const all_names[] = {"ranks",         "workers",
                                  "inline-queue",  "trace",
                                  "stats",         "unobserved-errors",
                                  "faults",        "unresponsive-s",
-                                 "channels"};
+                                 "channels",      "instance-budget"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -284,6 +284,14 @@ TEST_F(Options, StealPolicyAndBatch) {
   EXPECT_EQ(parse(b).cfg.steal, rill::steal_policy::off);
   expect_usage_error("--rill:steal=always", "steal");
   expect_usage_error("--rill:steal-batch=0", "steal-batch");
+}
+
+TEST_F(Options, InstanceBudget) {
+  args d{"prog"};
+  EXPECT_EQ(parse(d).cfg.instance_budget, 0u);
+  args a{"prog", "--rill:instance-budget=64M"};
+  EXPECT_EQ(parse(a).cfg.instance_budget, std::size_t{64} << 20);
+  expect_usage_error("--rill:instance-budget=lots", "instance-budget");
 }
 
 TEST_F(Options, GasTranslationCache) {
