@@ -9,9 +9,10 @@
 //
 // Partitions made from data -- by the color a field holds, by the image or preimage of a pointer
 // field -- are partition_by_subspaces over what rill::subspaces_by_field, _by_image and _by_preimage
-// (rill/dependent_partition.hpp) compute from an instance. A partition is made on the calling rank
-// (which keeps its nodes); any rank may partition any region it has a handle to, and a subregion
-// can be partitioned again. See docs/regions.md.
+// (rill/dependent_partition.hpp) compute from an instance, or, from a region's data,
+// rill::partition_by_field, _by_image and _by_preimage (rill/partition_by_data.hpp). A partition
+// is made on the calling rank (which keeps its nodes); any rank may partition any region it has a
+// handle to, and a subregion can be partitioned again. See docs/regions.md.
 #pragma once
 #include <concepts>
 #include <cstddef>

@@ -33,6 +33,7 @@
 #include "rill/machine.hpp"
 #include "rill/parcel.hpp"
 #include "rill/partition.hpp"
+#include "rill/partition_by_data.hpp"
 #include "rill/phaser.hpp"
 #include "rill/proc.hpp"
 #include "rill/reduction.hpp"
