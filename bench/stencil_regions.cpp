@@ -19,13 +19,13 @@
 namespace stencil {
 namespace {
 
-class block_mapper : public rill::mapper {
+// Points of index launches by blocks; the others (single launches) where their data is.
+class block_mapper : public rill::default_mapper {
  public:
   explicit block_mapper(const params& prm) : prm_(prm) {}
   int map_task(const rill::mapping_query& q) override {
     if (q.color >= 0) return owner_of(prm_, static_cast<int>(q.color), rill::rank_n());
-    const auto most = std::max_element(q.valid_bytes.begin(), q.valid_bytes.end());
-    return *most > 0 ? static_cast<int>(most - q.valid_bytes.begin()) : rill::rank_me();
+    return default_mapper::map_task(q);
   }
 
  private:

@@ -186,6 +186,13 @@ class mapper {
   // launch or set a mapper itself.
   virtual int map_task(const mapping_query& q) = 0;
 };
+// The mapper a rank uses unless set otherwise: the rank with the most valid bytes; with none
+// anywhere, the issuing rank for a single launch and color % rank_n() for a point of an index
+// launch. A program's mapper can extend it, deciding some tasks itself and leaving it the others.
+class default_mapper : public mapper {
+ public:
+  int map_task(const mapping_query& q) override;
+};
 // The mapper of the calling rank's launches from now on (null: the default).
 void set_mapper(std::shared_ptr<mapper> m);
 

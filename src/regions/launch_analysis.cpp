@@ -42,7 +42,6 @@ created_instance create_unpadded(memory m, const index_space<3>& space, const fi
   return instance::create(m, unpadded_from_3d<N>(space), fields);
 }
 
-// The nodes from the root of r's tree down to r (so that overlap tests later need no fetch).
 // Whether every point instance k holds valid is valid in another instance too (for each field).
 bool replicated(const tree_state& tree, std::size_t k) {
   for (const auto& [f, mine] : tree.instances[k].valid) {
@@ -58,6 +57,7 @@ bool replicated(const tree_state& tree, std::size_t k) {
   return true;
 }
 
+// The nodes from the root of r's tree down to r (so that overlap tests later need no fetch).
 region_path path_of(region_forest& forest, region r) {
   if (!r.exists()) throw misuse_error(fmt::format("{}: a requirement names no region", what));
   region_path path{forest.node(r.id(), what)};
@@ -139,14 +139,11 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std
       }
     });
   }
-  if (mapper_) {
-    const int rank = mapper_->map_task(mapping_query{reqs, bytes, color});
-    if (rank < 0 || rank >= n) throw misuse_error(fmt::format("{}: the mapper chose rank {} of {}", what, rank, n));
-    return rank;
-  }
-  const auto most = std::max_element(bytes.begin(), bytes.end());
-  if (*most > 0) return static_cast<int>(most - bytes.begin());
-  return color >= 0 ? static_cast<int>(color % n) : rank_me();
+  const mapping_query query{reqs, std::move(bytes), color};
+  if (!mapper_) return default_mapper().map_task(query);
+  const int rank = mapper_->map_task(query);
+  if (rank < 0 || rank >= n) throw misuse_error(fmt::format("{}: the mapper chose rank {} of {}", what, rank, n));
+  return rank;
 }
 
 std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& path, int rank) {
@@ -157,11 +154,12 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   // are not copied between two instances on one rank step after step.
   std::size_t best = no_instance, best_volume = 0;
   tree.for_each_meeting(path, [&](node_state& s) {
-    for (std::size_t k : s.instances) {
-      if (tree.instances[k].rank != rank) continue;
-      const std::size_t volume = s.space.volume();
-      if ((best == no_instance || volume > best_volume) && s.space.contains(node.space)) best = k, best_volume = volume;
-    }
+    auto here = std::find_if(s.instances.begin(), s.instances.end(),
+                             [&](std::size_t k) { return tree.instances[k].rank == rank; });
+    if (here == s.instances.end()) return;
+    const std::size_t volume = s.space.volume();
+    if ((best == no_instance || volume > best_volume) && s.space.contains(node.space))
+      best = *here, best_volume = volume;
   });
   // (An empty region meets nothing: any instance of an ancestor holds it.)
   for (auto up = path.rbegin(); up != path.rend() && node.space.empty() && best == no_instance; ++up)
@@ -550,6 +548,12 @@ std::vector<requirement> project(const std::vector<requirement>& reqs, std::size
 }  // namespace rill::detail
 
 namespace rill {
+
+int default_mapper::map_task(const mapping_query& q) {
+  const auto most = std::max_element(q.valid_bytes.begin(), q.valid_bytes.end());
+  if (most != q.valid_bytes.end() && *most > 0) return static_cast<int>(most - q.valid_bytes.begin());
+  return q.color >= 0 ? static_cast<int>(q.color % rank_n()) : rank_me();
+}
 
 void set_mapper(std::shared_ptr<mapper> m) { detail::analysis_here("rill::set_mapper").set_mapper(std::move(m)); }
 launch_counts launch_counts_here() { return detail::analysis_here("rill::launch_counts_here").counts(); }
