@@ -23,53 +23,60 @@
 
 namespace rill {
 
+namespace detail {
+// Runs task(regions, args..., promise) as a launch reading field f of r, and returns what it put
+// once it has ended (throwing the cause if it failed).
+template <class S, class Task, class... Args>
+std::vector<S> subspaces_read_by_launch(region r, field_id f, Task task, const Args&... args) {
+  promise<std::vector<S>> spaces;
+  auto found = spaces.get_future();
+  launch(task, {req(r, {f}, privilege::read_only)}, args..., spaces).wait();
+  return found.get();
+}
+}  // namespace detail
+
 // The subregion c of `r` holds the points p of r with color[p] == c, for c < colors (points of
 // another color are in none). Disjoint.
 template <int N, std::integral C>
 partition partition_by_field(region r, field<C> color, std::size_t colors) {
-  promise<std::vector<index_space<N>>> spaces;
-  auto found = spaces.get_future();
-  launch(
-      [](const physical_regions& rs, field<C> f, std::size_t k, promise<std::vector<index_space<N>>> out) {
-        out.put(detail::group_by_color<N, C>(rs[0].inst, f, rs[0].reg.space<N>(), k));
-      },
-      {req(r, {color.id}, privilege::read_only)}, color, colors, spaces)
-      .wait();
-  return partition_by_subspaces(r, found.get());
+  return partition_by_subspaces(
+      r, detail::subspaces_read_by_launch<index_space<N>>(
+             r, color.id,
+             [](const physical_regions& rs, field<C> f, std::size_t k, promise<std::vector<index_space<N>>> out) {
+               out.put(detail::group_by_color<N, C>(rs[0].inst, f, rs[0].reg.space<N>(), k));
+             },
+             color, colors));
 }
 
 // The subregion c of `target` holds the points that ptr[p] names for the points p of
 // sources.subregion(c) (a partition of `pointers`), those within target.
 template <int N, int M>
 partition partition_by_image(region target, region pointers, field<point<M>> ptr, partition sources) {
-  promise<std::vector<index_space<M>>> spaces;
-  auto found = spaces.get_future();
-  launch(
-      [](const physical_regions& rs, field<point<M>> f, partition from, region to,
-         promise<std::vector<index_space<M>>> out) {
-        std::vector<index_space<N>> each;
-        for (std::size_t c = 0; c < from.colors(); ++c) each.push_back(from.subregion(c).space<N>());
-        out.put(detail::images_of<N, M>(rs[0].inst, f, each, to.space<M>()));
-      },
-      {req(pointers, {ptr.id}, privilege::read_only)}, ptr, sources, target, spaces)
-      .wait();
-  return partition_by_subspaces(target, found.get());
+  return partition_by_subspaces(target, detail::subspaces_read_by_launch<index_space<M>>(
+                                            pointers, ptr.id,
+                                            [](const physical_regions& rs, field<point<M>> f, partition from, region to,
+                                               promise<std::vector<index_space<M>>> out) {
+                                              std::vector<index_space<N>> each;
+                                              for (std::size_t c = 0; c < from.colors(); ++c)
+                                                each.push_back(from.subregion(c).space<N>());
+                                              out.put(detail::images_of<N, M>(rs[0].inst, f, each, to.space<M>()));
+                                            },
+                                            ptr, sources, target));
 }
 
 // The subregion c of `pointers` holds its points p whose ptr[p] lies in targets.subregion(c).
 template <int N, int M>
 partition partition_by_preimage(region pointers, field<point<M>> ptr, partition targets) {
-  promise<std::vector<index_space<N>>> spaces;
-  auto found = spaces.get_future();
-  launch(
-      [](const physical_regions& rs, field<point<M>> f, partition to, promise<std::vector<index_space<N>>> out) {
-        std::vector<index_space<M>> each;
-        for (std::size_t c = 0; c < to.colors(); ++c) each.push_back(to.subregion(c).space<M>());
-        out.put(detail::preimages_of<N, M>(rs[0].inst, f, rs[0].reg.space<N>(), each));
-      },
-      {req(pointers, {ptr.id}, privilege::read_only)}, ptr, targets, spaces)
-      .wait();
-  return partition_by_subspaces(pointers, found.get());
+  return partition_by_subspaces(
+      pointers,
+      detail::subspaces_read_by_launch<index_space<N>>(
+          pointers, ptr.id,
+          [](const physical_regions& rs, field<point<M>> f, partition to, promise<std::vector<index_space<N>>> out) {
+            std::vector<index_space<M>> each;
+            for (std::size_t c = 0; c < to.colors(); ++c) each.push_back(to.subregion(c).space<M>());
+            out.put(detail::preimages_of<N, M>(rs[0].inst, f, rs[0].reg.space<N>(), each));
+          },
+          ptr, targets));
 }
 
 }  // namespace rill
