@@ -281,15 +281,17 @@ TEST_P(launches, independent_launches_run_while_a_dependent_one_waits) {
   run_checked(GetParam(), [] {
     const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
     const rill::partition halves = rill::partition_equal(root, 2);
-    const auto bump = [](const rill::physical_regions& rs) {
-      auto acc = rs[0].write<std::uint64_t, 1>(fa);
+    // (A task touches only the field it asked for: the instance it is given may be shared with
+    // launches on the other field, whose copies land while it runs.)
+    const auto bump = [](const rill::physical_regions& rs, rill::field<std::uint64_t> f) {
+      auto acc = rs[0].write<std::uint64_t, 1>(f);
       rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { acc[p] += 1; });
     };
     rill::user_event gate = rill::user_event::create();
-    const rill::event held =
-        rill::launch(rill::after(gate), bump, {rill::req(halves.subregion(0), {fa.id}, rill::privilege::read_write)});
+    const rill::event held = rill::launch(rill::after(gate), bump,
+                                          {rill::req(halves.subregion(0), {fa.id}, rill::privilege::read_write)}, fa);
     // The other half, and the same half's other field: neither shares anything with `held`.
-    rill::launch(bump, {rill::req(halves.subregion(1), {fa.id}, rill::privilege::read_write)}).wait();
+    rill::launch(bump, {rill::req(halves.subregion(1), {fa.id}, rill::privilege::read_write)}, fa).wait();
     rill::launch([](const rill::physical_regions&) {},
                  {rill::req(halves.subregion(0), {fb.id}, rill::privilege::read_write)})
         .wait();
@@ -298,7 +300,7 @@ TEST_P(launches, independent_launches_run_while_a_dependent_one_waits) {
         rill::launch([](const rill::physical_regions&) {}, {rill::req(root, {fa.id}, rill::privilege::read_only)});
     // Something independent issued after it runs to its end: had after_held not waited, it could
     // have run by then too.
-    rill::launch(bump, {rill::req(halves.subregion(1), {fb.id}, rill::privilege::read_write)}).wait();
+    rill::launch(bump, {rill::req(halves.subregion(1), {fb.id}, rill::privilege::read_write)}, fb).wait();
     expect(!held.has_triggered() && !after_held.has_triggered(), "a launch ran before the one it depends on");
     gate.trigger();
     after_held.wait();
