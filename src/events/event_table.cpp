@@ -306,10 +306,12 @@ void event_table::trigger_owned(std::uint32_t index, std::uint64_t gen, poison_p
   // that chases pointers through cold nodes, one per dependent).
   if (cause)
     for (event_waiter* w = waiters; w; w = w->next) w->cause = cause;
-  if (first >= 0) send_notify(first, index, gen, wire);
-  for (int r : subscribers) send_notify(r, index, gen, wire);
+  // Counted before sending, like every message here: a receiver's reply may reach a counter reader
+  // on this rank before this thread returns from the sends.
   if (const std::size_t sent = subscribers.size() + (first >= 0 ? 1 : 0))
     count_sent(&sent_counts::notifications, sent);  // (most triggers notify nobody: no count)
+  if (first >= 0) send_notify(first, index, gen, wire);
+  for (int r : subscribers) send_notify(r, index, gen, wire);
   trace::releasing released_by(flow);
   fire_waiters(waiters);
 }
