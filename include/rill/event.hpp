@@ -195,8 +195,13 @@ template <class Range>
 requires requires(const Range& r) {
   { *std::begin(r) } -> std::convertible_to<event>;
 } &&(!std::is_convertible_v<const Range&, event>)event merge(const Range& events) {
-  std::vector<event> all(std::begin(events), std::end(events));
-  return detail::merge_span(all);
+  // A contiguous range of events (a vector, an array) is merged where it is, without a copy.
+  if constexpr (requires { std::span<const event>(std::data(events), std::size(events)); }) {
+    return detail::merge_span(std::span<const event>(std::data(events), std::size(events)));
+  } else {
+    std::vector<event> all(std::begin(events), std::end(events));
+    return detail::merge_span(all);
+  }
 }
 
 template <class... Events>

@@ -1,4 +1,6 @@
 // The non-template halves of rill::event, rill::user_event and rill::merge.
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -211,7 +213,8 @@ bool waiter_runs_inline(const event_waiter& w) {
 event merge_span(std::span<const event> events) {
   if (!in_task()) return call_from_outside(-1, "rill::merge", [events] { return merge_span(events); });
   event_table& t = table("rill::merge");
-  std::vector<event> pending;
+  // Most merges have a few inputs (a launch's waits, a task's preconditions): no allocation then.
+  boost::container::small_vector<event, 8> pending;
   pending.reserve(events.size());
   for (const event& e : events) {
     if (e.is_none()) continue;
