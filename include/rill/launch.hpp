@@ -35,7 +35,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -176,7 +178,7 @@ using physical_regions = std::vector<physical_region>;
 // hold valid now; `color`: the point's color in an index launch (-1 for a single launch).
 struct mapping_query {
   const std::vector<requirement>& reqs;
-  std::vector<std::size_t> valid_bytes;
+  std::span<const std::size_t> valid_bytes;  // one per rank
   std::int64_t color;
 };
 class mapper {
@@ -219,12 +221,13 @@ struct launch_plan {
 // Analyses a launch of `reqs` (regions, not partitions) in program order on the calling rank.
 // `travels`: the task's callable can run on another rank (else a mapper's choice of another rank
 // is refused before anything is recorded).
-launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels);
-// Refuses an index launch whose requirements' partitions have fewer colors than `over`, before any
-// point is issued.
-void check_index_launch(partition over, const std::vector<requirement>& reqs);
-// The requirements of point `color` of an index launch: each partition replaced by its subregion.
-std::vector<requirement> project(const std::vector<requirement>& reqs, std::size_t color);
+launch_plan plan_launch(const std::vector<requirement>& reqs, event after, bool travels);
+// Analyses the points of an index launch over `over` in color order, each point's requirements on
+// partitions replaced by their subregions of its color, and calls spawn(plan, color) for each;
+// returns the event of all of them. Refuses requirements' partitions with fewer colors than
+// `over` before any point is planned.
+event plan_index_launch(partition over, const std::vector<requirement>& reqs, event after, bool travels,
+                        const std::function<void(launch_plan&, std::size_t)>& spawn);
 // Poisons a planned task's event when the task could not be spawned, so that later launches that
 // wait for it fail instead of hanging.
 void refuse_planned(event done, const char* reason);
@@ -246,7 +249,7 @@ event spawn_planned(launch_plan& plan, F&& fn, Args&&... args) {
 // ready; returns its completion event at once.
 template <class F, class... Args>
 event launch(after pre, F&& fn, const std::vector<requirement>& reqs, Args&&... args) {
-  detail::launch_plan plan = detail::plan_launch(reqs, pre.ev, -1, detail::shippable<std::decay_t<F>>);
+  detail::launch_plan plan = detail::plan_launch(reqs, pre.ev, detail::shippable<std::decay_t<F>>);
   return detail::spawn_planned(plan, std::forward<F>(fn), std::forward<Args>(args)...);
 }
 template <class F, class... Args>
@@ -259,15 +262,9 @@ requires(!std::is_same_v<std::decay_t<F>, after>) event
 // partitions replaced by their subregions of that color; returns the event of all of them.
 template <class F, class... Args>
 event index_launch(after pre, F fn, partition over, const std::vector<requirement>& reqs, const Args&... args) {
-  detail::check_index_launch(over, reqs);
-  std::vector<event> points;
-  points.reserve(over.colors());
-  for (std::size_t c = 0; c < over.colors(); ++c) {
-    detail::launch_plan plan =
-        detail::plan_launch(detail::project(reqs, c), pre.ev, static_cast<std::int64_t>(c), detail::shippable<F>);
-    points.push_back(detail::spawn_planned(plan, fn, c, args...));
-  }
-  return merge(points);
+  return detail::plan_index_launch(
+      over, reqs, pre.ev, detail::shippable<F>,
+      [&](detail::launch_plan& plan, std::size_t c) { detail::spawn_planned(plan, fn, c, args...); });
 }
 template <class F, class... Args>
 requires(!std::is_same_v<std::decay_t<F>, after>) event

@@ -4,6 +4,7 @@
 #include "regions/launch_analysis.hpp"
 
 #include <fmt/format.h>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -20,7 +21,7 @@ constexpr const char* what = "rill::launch";
 // Fold instances kept per tree for reuse: enough for a few index launches' worth of reductions.
 constexpr std::size_t max_spare_folds = 256;
 
-bool fields_meet(const std::vector<field_id>& a, const std::vector<field_id>& b) {
+bool fields_meet(std::span<const field_id> a, std::span<const field_id> b) {
   for (field_id f : a)
     if (std::binary_search(b.begin(), b.end(), f)) return true;
   return false;
@@ -34,7 +35,7 @@ bool overwrites(privilege p) { return p == privilege::read_write || p == privile
 bool conflicts(const region_user& u, const requirement& r, const std::vector<field_id>& fields) {
   if (!writes(u.priv) && !writes(r.priv)) return false;
   if (u.priv == privilege::reduce && r.priv == privilege::reduce && u.redop == r.redop->id) return false;
-  return fields_meet(u.fields, fields);
+  return fields_meet(as_span(u.fields), fields);
 }
 
 template <int N>
@@ -55,15 +56,6 @@ bool replicated(const tree_state& tree, std::size_t k) {
     if (!alone.empty()) return false;
   }
   return true;
-}
-
-// The nodes from the root of r's tree down to r (so that overlap tests later need no fetch).
-region_path path_of(region_forest& forest, region r) {
-  if (!r.exists()) throw misuse_error(fmt::format("{}: a requirement names no region", what));
-  region_path path{forest.node(r.id(), what)};
-  while (path.back()->parent_region != 0) path.push_back(forest.node(path.back()->parent_region, what));
-  std::reverse(path.begin(), path.end());
-  return path;
 }
 
 }  // namespace
@@ -118,28 +110,41 @@ void launch_analysis::report_counters(counter_report& out) {
   out.add("launch_instances_collected", c.instances_collected);
 }
 
-int launch_analysis::choose_rank(const std::vector<requirement>& reqs, const std::vector<region_path>& paths,
+const region_path& launch_analysis::path_to(region r) {
+  if (!r.exists()) throw misuse_error(fmt::format("{}: a requirement names no region", what));
+  if (auto known = paths_.find(r.id()); known != paths_.end()) return known->second;
+  auto& forest = forest_here(what);
+  // (Overlap tests later need no fetch: every node up to the root is here.)
+  region_path path{forest.node(r.id(), what)};
+  while (path.back()->parent_region != 0) path.push_back(forest.node(path.back()->parent_region, what));
+  std::reverse(path.begin(), path.end());
+  return paths_.emplace(r.id(), std::move(path)).first->second;
+}
+
+int launch_analysis::choose_rank(const std::vector<requirement>& reqs, std::span<const region_path* const> paths,
                                  const std::vector<std::vector<field_id>>& fields, std::int64_t color) {
   const int n = rank_n();
-  std::vector<std::size_t> bytes(static_cast<std::size_t>(n), 0);
+  valid_bytes_.assign(static_cast<std::size_t>(n), 0);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv == privilege::reduce) continue;  // it brings in no data
-    const region_node& node = *paths[i].back();
+    const region_node& node = *paths[i]->back();
     auto tree = trees_.find(node.root);
     if (tree == trees_.end()) continue;
-    tree->second.for_each_meeting(paths[i], [&](node_state& s) {
+    tree->second.for_each_meeting(*paths[i], [&](node_state& s) {
       for (std::size_t k : s.instances) {
         const tracked_instance& t = tree->second.instances[k];
         for (field_id f : fields[i]) {
           auto v = t.valid.find(f);
           if (v == t.valid.end() || v->second.points.empty()) continue;
-          const std::size_t points = v->second.points.intersect(node.space).volume();
-          bytes[static_cast<std::size_t>(t.rank)] += points * node.fields.bytes_of(f);
+          const index_space<3>& valid = v->second.points;
+          const std::size_t points =
+              valid.contains(node.space) ? node.space.volume() : valid.intersect(node.space).volume();
+          valid_bytes_[static_cast<std::size_t>(t.rank)] += points * node.fields.bytes_of(f);
         }
       }
     });
   }
-  const mapping_query query{reqs, std::move(bytes), color};
+  const mapping_query query{reqs, valid_bytes_, color};
   if (!mapper_) return default_mapper().map_task(query);
   const int rank = mapper_->map_task(query);
   if (rank < 0 || rank >= n) throw misuse_error(fmt::format("{}: the mapper chose rank {} of {}", what, rank, n));
@@ -194,7 +199,7 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
 }
 
 void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
-                               const std::vector<conflict>& earlier) {
+                               std::span<const conflict> earlier) {
   const region_node& node = *path.back();
   if (tree.instances[home].valid[f].points.contains(node.space)) return;
   index_space<3> missing = node.space.subtract(tree.instances[home].valid[f].points);
@@ -210,7 +215,7 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       valid_points& mine = to.valid[f];
       // After what `home` was last given too (a reduction applied by a launch this one need not
       // wait for may still be landing there).
-      std::vector<event> pre{after, from.made, to.made, v->second.ready, mine.ready};
+      small_vector<event, 8> pre{after, from.made, to.made, v->second.ready, mine.ready};
       for (const conflict& c : earlier)
         if (tree_state::spaces_meet(c.at->space, over)) pre.push_back(c.done);
       const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {}, merge(pre), what);
@@ -348,41 +353,78 @@ created_instance launch_analysis::make_fold(tree_state& tree, const region_node&
   return {made.inst, merge(filled)};
 }
 
-launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels) {
-  turn in_turn(*this);
-  ++clock_;
-  auto& forest = forest_here(what);
-  std::vector<region_path> paths;
+std::vector<std::vector<field_id>> launch_analysis::sorted_fields(const std::vector<requirement>& reqs) {
   std::vector<std::vector<field_id>> fields;
+  fields.reserve(reqs.size());
   for (const requirement& r : reqs) {
-    if (r.part.exists() && !r.reg.exists())
-      throw misuse_error(fmt::format("{}: a requirement on a partition belongs in an index launch", what));
-    paths.push_back(path_of(forest, r.reg));
+    const std::uint64_t id = r.reg.exists() ? r.reg.id() : r.part.id();
     std::vector<field_id> f = r.fields;
     std::sort(f.begin(), f.end());
-    if (f.empty())
-      throw misuse_error(fmt::format("{}: a requirement on region {:#x} names no field", what, r.reg.id()));
+    if (f.empty()) throw misuse_error(fmt::format("{}: a requirement on {:#x} names no field", what, id));
     if (std::adjacent_find(f.begin(), f.end()) != f.end())
-      throw misuse_error(fmt::format("{}: a requirement on region {:#x} names a field twice", what, r.reg.id()));
-    for (field_id id : f)
-      if (!paths.back().back()->fields.has(id))
-        throw misuse_error(fmt::format("{}: field {} is not in region {:#x}", what, id, r.reg.id()));
-    if (r.priv == privilege::reduce) {
-      if (!r.redop)
-        throw misuse_error(
-            fmt::format("{}: a reduce requirement on region {:#x} names no operator (use "
-                        "rill::reduce_with<Op>())",
-                        what, r.reg.id()));
-      for (field_id id : f)
-        if (paths.back().back()->fields.bytes_of(id) != r.redop->lhs_bytes)
-          throw misuse_error(
-              fmt::format("{}: field {} of region {:#x} holds {} bytes, but the reduction "
-                          "operator reduces into {}",
-                          what, id, r.reg.id(), paths.back().back()->fields.bytes_of(id), r.redop->lhs_bytes));
-    }
+      throw misuse_error(fmt::format("{}: a requirement on {:#x} names a field twice", what, id));
+    if (r.priv == privilege::reduce && !r.redop)
+      throw misuse_error(
+          fmt::format("{}: a reduce requirement on {:#x} names no operator (use rill::reduce_with<Op>())", what, id));
     fields.push_back(std::move(f));
   }
-  const int rank = choose_rank(reqs, paths, fields, color);
+  return fields;
+}
+
+void launch_analysis::check_fields(const requirement& r, const region_node& node, const std::vector<field_id>& fields) {
+  for (field_id id : fields) {
+    if (!node.fields.has(id))
+      throw misuse_error(fmt::format("{}: field {} is not in region {:#x}", what, id, r.reg.id()));
+    if (r.priv == privilege::reduce && node.fields.bytes_of(id) != r.redop->lhs_bytes)
+      throw misuse_error(
+          fmt::format("{}: field {} of region {:#x} holds {} bytes, but the reduction operator reduces into {}", what,
+                      id, r.reg.id(), node.fields.bytes_of(id), r.redop->lhs_bytes));
+  }
+}
+
+launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, bool travels) {
+  for (const requirement& r : reqs)
+    if (r.part.exists() && !r.reg.exists())
+      throw misuse_error(fmt::format("{}: a requirement on a partition belongs in an index launch", what));
+  turn in_turn(*this);
+  return plan_point(reqs, sorted_fields(reqs), after, -1, travels);
+}
+
+event launch_analysis::plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
+                                  const std::function<void(launch_plan&, std::size_t)>& spawn) {
+  if (!over.exists()) throw misuse_error("rill::index_launch: the partition handle is empty");
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i].part.exists() && reqs[i].part.colors() < over.colors())
+      throw misuse_error(
+          fmt::format("rill::index_launch: requirement {} names a partition of {} colors for a launch over {}", i,
+                      reqs[i].part.colors(), over.colors()));
+  // One turn and one check of the fields for all the points: only their regions differ.
+  turn in_turn(*this);
+  const std::vector<std::vector<field_id>> fields = sorted_fields(reqs);
+  std::vector<requirement> point_reqs = reqs;
+  for (requirement& r : point_reqs) r.part = partition();
+  std::vector<event> points;
+  points.reserve(over.colors());
+  for (std::size_t c = 0; c < over.colors(); ++c) {
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+      if (reqs[i].part.exists()) point_reqs[i].reg = reqs[i].part.subregion(c);
+    launch_plan plan = plan_point(point_reqs, fields, after, static_cast<std::int64_t>(c), travels);
+    points.push_back(plan.done);
+    spawn(plan, c);
+  }
+  return merge(points);
+}
+
+launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
+                                        const std::vector<std::vector<field_id>>& fields, event after,
+                                        std::int64_t color, bool travels) {
+  ++clock_;
+  small_vector<const region_path*> paths;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    paths.push_back(&path_to(reqs[i].reg));
+    check_fields(reqs[i], *paths.back()->back(), fields[i]);
+  }
+  const int rank = choose_rank(reqs, as_span(paths), fields, color);
   if (!travels && rank != rank_me())
     throw misuse_error(
         fmt::format("{}: the task was mapped to rank {}, but its callable has captures that are not "
@@ -392,16 +434,16 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
   // The instance of each requirement on that rank (coherence relaxes order only within one).
   // (A reduction folds into an instance of its own.)
-  std::vector<std::size_t> homes;
+  small_vector<std::size_t> homes;
   for (std::size_t i = 0; i < reqs.size(); ++i)
     homes.push_back(reqs[i].priv == privilege::reduce ? no_instance
-                                                      : instance_for(trees_[paths[i].back()->root], paths[i], rank));
+                                                      : instance_for(trees_[paths[i]->back()->root], *paths[i], rank));
   // Two of its requirements on the same points and fields, one writing, in two instances: each
   // instance would be marked valid while the task updates only one of them. (A reduction applies
   // after the task, on top of what it wrote; two with different operators would not commute.)
   for (std::size_t i = 0; i < reqs.size(); ++i)
     for (std::size_t j = i + 1; j < reqs.size(); ++j) {
-      if (paths[i].back()->root != paths[j].back()->root || !fields_meet(fields[i], fields[j])) continue;
+      if (paths[i]->back()->root != paths[j]->back()->root || !fields_meet(fields[i], fields[j])) continue;
       const bool reduce_i = reqs[i].priv == privilege::reduce, reduce_j = reqs[j].priv == privilege::reduce;
       const bool clash = reduce_i || reduce_j ? reduce_i && reduce_j && reqs[i].redop->id != reqs[j].redop->id
                                               : homes[i] != homes[j] && (writes(reqs[i].priv) || writes(reqs[j].priv));
@@ -412,12 +454,13 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
                                            : "one of them writes, but they map to different instances"));
     }
 
-  std::vector<event> waits{after};
+  small_vector<event, 8> waits{after};
   // Who it waits for, before any of its own requirements is recorded (they never wait for each
   // other): conflicting uses, but those of the same instance with the same relaxed coherence.
-  std::vector<std::vector<conflict>> earlier(reqs.size());
+  small_vector<small_vector<conflict>> earlier(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    trees_[paths[i].back()->root].for_each_meeting(paths[i], [&](node_state& s) {
+    trees_[paths[i]->back()->root].for_each_meeting(*paths[i], [&](node_state& s) {
+      tree_state::drop_finished(s);  // (the only pass over uses: the others look at instances)
       for (const region_user& u : s.users) {
         if (!conflicts(u, reqs[i], fields[i])) continue;
         if (reqs[i].coh != coherence::exclusive && u.coh == reqs[i].coh && homes[i] != no_instance &&
@@ -432,7 +475,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   out.regions.resize(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv == privilege::reduce) continue;
-    const region_node& node = *paths[i].back();
+    const region_node& node = *paths[i]->back();
     tree_state& tree = trees_[node.root];
     const std::size_t home = homes[i];
     waits.push_back(tree.instances[home].made);
@@ -440,18 +483,18 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
       if (reqs[i].priv == privilege::write_discard) {
         discard_pending(tree, node.space, f);
       } else {
-        bring_in(tree, paths[i], home, f, after, earlier[i]);
-        apply_pending(tree, paths[i], home, f, 0);
+        bring_in(tree, *paths[i], home, f, after, as_span(earlier[i]));
+        apply_pending(tree, *paths[i], home, f, 0);
       }
       waits.push_back(tree.instances[home].valid[f].ready);
       // A write: its instance is the only one that holds these points valid.
-      if (writes(reqs[i].priv)) make_only_valid(tree, paths[i], home, f, node.space);
+      if (writes(reqs[i].priv)) make_only_valid(tree, *paths[i], home, f, node.space);
     }
     out.regions[i] = {reqs[i].reg, tree.instances[home].inst, reqs[i].priv};
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv != privilege::reduce) continue;
-    const region_node& node = *paths[i].back();
+    const region_node& node = *paths[i]->back();
     tree_state& tree = trees_[node.root];
     const redop_info& op = *reqs[i].redop;
     // Pending reductions with another operator are applied first, to an instance here.
@@ -462,9 +505,9 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
                !un->second.intersect(node.space).empty();
       });
       if (!other_op) continue;
-      const std::size_t home = instance_for(tree, paths[i], rank);
-      bring_in(tree, paths[i], home, f, after, earlier[i]);
-      apply_pending(tree, paths[i], home, f, op.id);
+      const std::size_t home = instance_for(tree, *paths[i], rank);
+      bring_in(tree, *paths[i], home, f, after, as_span(earlier[i]));
+      apply_pending(tree, *paths[i], home, f, op.id);
       waits.push_back(tree.instances[home].valid[f].ready);
     }
     const created_instance fold = make_fold(tree, node, fields[i], op, rank);
@@ -478,12 +521,16 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   // Record its uses. An exclusive write first drops the uses it covers: it waits for all of them.
   // (A relaxed one does not wait for the uses it may run before, so they stay.)
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    tree_state& tree = trees_[paths[i].back()->root];
+    tree_state& tree = trees_[paths[i]->back()->root];
     if (overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive)
-      tree.drop_covered(paths[i].back()->id, fields[i]);
+      tree.drop_covered(paths[i]->back()->id, fields[i]);
     if (homes[i] != no_instance) note_use(tree, homes[i], out.done);
-    record_use(tree.at(paths[i]),
-               {fields[i], reqs[i].priv, reqs[i].coh, homes[i], out.done, reqs[i].redop ? reqs[i].redop->id : 0});
+    record_use(tree.at(*paths[i]), {{fields[i].begin(), fields[i].end()},
+                                    reqs[i].priv,
+                                    reqs[i].coh,
+                                    homes[i],
+                                    out.done,
+                                    reqs[i].redop ? reqs[i].redop->id : 0});
   }
   out.pre = merge(waits);
   // Atomic uses hold their instances' reservations from the start of the task to its end, taken
@@ -491,7 +538,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   std::vector<reservation> locks;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].coh != coherence::atomic || homes[i] == no_instance) continue;
-    tracked_instance& t = trees_[paths[i].back()->root].instances[homes[i]];
+    tracked_instance& t = trees_[paths[i]->back()->root].instances[homes[i]];
     if (t.atomic_lock == reservation()) t.atomic_lock = reservation::create();
     locks.push_back(t.atomic_lock);
   }
@@ -519,30 +566,18 @@ void launch_analysis::record_use(node_state& n, region_user use) {
   n.users.push_back(std::move(use));
 }
 
-launch_plan plan_launch(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels) {
-  return analysis_here(what).plan(reqs, after, color, travels);
+launch_plan plan_launch(const std::vector<requirement>& reqs, event after, bool travels) {
+  return analysis_here(what).plan(reqs, after, travels);
 }
 
-void check_index_launch(partition over, const std::vector<requirement>& reqs) {
-  if (!over.exists()) throw misuse_error("rill::index_launch: the partition handle is empty");
-  for (std::size_t i = 0; i < reqs.size(); ++i)
-    if (reqs[i].part.exists() && reqs[i].part.colors() < over.colors())
-      throw misuse_error(
-          fmt::format("rill::index_launch: requirement {} names a partition of {} colors for a launch "
-                      "over {}",
-                      i, reqs[i].part.colors(), over.colors()));
+event plan_index_launch(partition over, const std::vector<requirement>& reqs, event after, bool travels,
+                        const std::function<void(launch_plan&, std::size_t)>& spawn) {
+  return analysis_here("rill::index_launch").plan_index(over, reqs, after, travels, spawn);
 }
 
 void refuse_planned(event done, const char* reason) {
   event_poison(done, std::make_shared<const poison_info>(
                          poison_info{std::string("the task could not be spawned: ") + reason, rank_me(), what}));
-}
-
-std::vector<requirement> project(const std::vector<requirement>& reqs, std::size_t color) {
-  std::vector<requirement> out = reqs;
-  for (requirement& r : out)
-    if (r.part.exists()) r.reg = r.part.subregion(color), r.part = partition();
-  return out;
 }
 
 }  // namespace rill::detail

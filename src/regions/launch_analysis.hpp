@@ -5,8 +5,10 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -23,7 +25,12 @@ class launch_analysis final : public rank_module {
  public:
   explicit launch_analysis(const rill::config& cfg);
 
-  launch_plan plan(const std::vector<requirement>& reqs, event after, std::int64_t color, bool travels);
+  // A single launch of `reqs` (regions, not partitions).
+  launch_plan plan(const std::vector<requirement>& reqs, event after, bool travels);
+  // The points of an index launch over `over`, in color order within one turn, each handed to
+  // spawn(plan, color) as soon as it is planned; returns the event of all of them.
+  event plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
+                   const std::function<void(launch_plan&, std::size_t)>& spawn);
   void set_mapper(std::shared_ptr<mapper> m);
   launch_counts counts() const;
 
@@ -44,7 +51,18 @@ class launch_analysis final : public rank_module {
     launch_analysis& a_;
   };
 
-  int choose_rank(const std::vector<requirement>& reqs, const std::vector<region_path>& paths,
+  // The requirements' fields, sorted, checked for what needs no region (none, twice, a reduction
+  // without an operator).
+  static std::vector<std::vector<field_id>> sorted_fields(const std::vector<requirement>& reqs);
+  // Refuses fields of r that are not in its region, or whose size is not its reduction's.
+  static void check_fields(const requirement& r, const region_node& node, const std::vector<field_id>& fields);
+  // A task's analysis, in turn: `reqs` name regions, `fields` are theirs sorted and checked.
+  launch_plan plan_point(const std::vector<requirement>& reqs, const std::vector<std::vector<field_id>>& fields,
+                         event after, std::int64_t color, bool travels);
+  // The nodes from the root of r's tree down to r, kept once made (nodes never change), so that a
+  // launch on a region seen before takes no lock of the forest and copies no node pointer.
+  const region_path& path_to(region r);
+  int choose_rank(const std::vector<requirement>& reqs, std::span<const region_path* const> paths,
                   const std::vector<std::vector<field_id>>& fields, std::int64_t color);
   // An instance on `rank` covering the region at the end of `path`: the largest made for a region
   // that contains it (itself, an ancestor, an aliased region around it), else a new one.
@@ -54,7 +72,7 @@ class launch_analysis final : public rank_module {
   // earlier uses of the points it copies (the writes that made them; they waited in turn for
   // whoever read the points where they are copied to).
   void bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
-                const std::vector<conflict>& earlier);
+                std::span<const conflict> earlier);
   // Records a use at a region, merged into an earlier one it commutes with.
   static void record_use(node_state& n, region_user use);
   // Makes instance `home` the only one holding field f of `points` valid.
@@ -81,13 +99,15 @@ class launch_analysis final : public rank_module {
                                     const redop_info& op, int rank);
 
   std::mutex turns_lock_;
-  bool turn_taken_ = false;                              // under turns_lock_
-  std::deque<user_event> waiting_turns_;                 // under turns_lock_
-  std::shared_ptr<mapper> mapper_;                       // in turns
-  std::unordered_map<std::uint64_t, tree_state> trees_;  // by root id, in turns
-  const std::size_t budget_;                             // bytes per rank, 0: none
-  std::unordered_map<int, std::size_t> held_;            // bytes of live instances by rank, in turns
-  std::uint64_t clock_ = 0;                              // launches analysed, in turns
+  bool turn_taken_ = false;                               // under turns_lock_
+  std::deque<user_event> waiting_turns_;                  // under turns_lock_
+  std::shared_ptr<mapper> mapper_;                        // in turns
+  std::unordered_map<std::uint64_t, tree_state> trees_;   // by root id, in turns
+  std::unordered_map<std::uint64_t, region_path> paths_;  // by region id, in turns
+  std::vector<std::size_t> valid_bytes_;                  // choose_rank's, by rank, in turns
+  const std::size_t budget_;                              // bytes per rank, 0: none
+  std::unordered_map<int, std::size_t> held_;             // bytes of live instances by rank, in turns
+  std::uint64_t clock_ = 0;                               // launches analysed, in turns
   std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0}, reductions_{0},
       collected_{0};
 };

@@ -37,7 +37,6 @@ void tree_state::drop_covered(std::uint64_t id, const std::vector<field_id>& fie
 }
 
 void tree_state::drop_finished(node_state& n) {
-  // A poisoned use stays: whoever would have waited for it must be poisoned in turn.
   std::erase_if(n.users, [](const region_user& u) { return u.done.has_triggered() && !u.done.poisoned(); });
 }
 

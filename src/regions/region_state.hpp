@@ -5,9 +5,12 @@
 // disjoint ones on R's path lead to: launches on different subregions of a disjoint partition
 // never meet, however many there are.
 #pragma once
+#include <boost/container/small_vector.hpp>
+
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -19,11 +22,20 @@
 
 namespace rill::detail {
 
+// The analysis's lists per launch and per use, of a few entries most often: kept inline.
+template <class T, std::size_t N = 4>
+using small_vector = boost::container::small_vector<T, N>;
+// (Boost 1.74's iterators are not contiguous ones to std::span.)
+template <class T, std::size_t N>
+std::span<const T> as_span(const small_vector<T, N>& v) {
+  return {v.data(), v.size()};
+}
+
 // An earlier launch's use of a region, kept until a later write of the same points and fields
 // makes it redundant or it has finished (a failed one stays, so that its poison reaches those
 // that would have waited for it).
 struct region_user {
-  std::vector<field_id> fields;  // sorted
+  small_vector<field_id> fields;  // sorted
   privilege priv;
   coherence coh;
   std::size_t instance;  // the tree's instance it used (no_instance: a reduction's own)
@@ -115,7 +127,7 @@ class tree_state {
   node_state* find(std::uint64_t id);
 
   // f(node_state&) for every region with state that may share points with the region at the end
-  // of `path` (its uses that finished without failing dropped first).
+  // of `path`.
   template <class F>
   void for_each_meeting(const region_path& path, F&& f);
 
@@ -124,6 +136,9 @@ class tree_state {
   void drop_covered(std::uint64_t id, const std::vector<field_id>& fields);
 
   static bool spaces_meet(const index_space<3>& a, const index_space<3>& b);
+  // Drops n's uses that finished without failing (a failed one stays, so that its poison reaches
+  // those that would have waited for it).
+  static void drop_finished(node_state& n);
 
   std::vector<tracked_instance> instances;  // never shrinks: node states hold indices
   std::vector<pending_reduction> pending;
@@ -132,7 +147,6 @@ class tree_state {
  private:
   template <class F>
   void visit_subtree(std::uint64_t id, const index_space<3>& space, bool inside, F& f);
-  static void drop_finished(node_state& n);
 
   std::unordered_map<std::uint64_t, node_state> nodes_;  // by region id
 };
@@ -141,7 +155,6 @@ template <class F>
 void tree_state::visit_subtree(std::uint64_t id, const index_space<3>& space, bool inside, F& f) {
   node_state* n = find(id);
   if (!n || (!inside && !spaces_meet(n->space, space))) return;
-  drop_finished(*n);
   f(*n);
   for (auto& [partition_id, used] : n->below)
     for (auto& [color, child] : used.child_of_color) visit_subtree(child, space, inside, f);
@@ -154,7 +167,6 @@ void tree_state::for_each_meeting(const region_path& path, F&& f) {
   for (std::size_t i = 0; i < path.size(); ++i) {
     node_state* n = find(path[i]->id);
     if (!n) return;  // nothing at or below this region
-    drop_finished(*n);
     f(*n);
     const bool last = i + 1 == path.size();
     for (auto& [partition_id, used] : n->below) {
