@@ -1,6 +1,4 @@
 // The non-template halves of rill::event, rill::user_event and rill::merge.
-#include <boost/container/small_vector.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -8,6 +6,7 @@
 #include <new>
 
 #include "common/demangle.hpp"
+#include "common/small_vector.hpp"
 #include "core/outside_threads.hpp"
 #include "events/event_table.hpp"
 #include "events/events_module.hpp"
@@ -214,7 +213,7 @@ event merge_span(std::span<const event> events) {
   if (!in_task()) return call_from_outside(-1, "rill::merge", [events] { return merge_span(events); });
   event_table& t = table("rill::merge");
   // Most merges have a few inputs (a launch's waits, a task's preconditions): no allocation then.
-  boost::container::small_vector<event, 8> pending;
+  small_vector<event, 8> pending;
   pending.reserve(events.size());
   for (const event& e : events) {
     if (e.is_none()) continue;

@@ -4,7 +4,6 @@
 #include "regions/launch_analysis.hpp"
 
 #include <fmt/format.h>
-#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -432,12 +431,13 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
                     what, rank));
 
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
+  small_vector<tree_state*> trees;  // each requirement's
+  for (const region_path* path : paths) trees.push_back(&trees_[path->back()->root]);
   // The instance of each requirement on that rank (coherence relaxes order only within one).
   // (A reduction folds into an instance of its own.)
   small_vector<std::size_t> homes;
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    homes.push_back(reqs[i].priv == privilege::reduce ? no_instance
-                                                      : instance_for(trees_[paths[i]->back()->root], *paths[i], rank));
+    homes.push_back(reqs[i].priv == privilege::reduce ? no_instance : instance_for(*trees[i], *paths[i], rank));
   // Two of its requirements on the same points and fields, one writing, in two instances: each
   // instance would be marked valid while the task updates only one of them. (A reduction applies
   // after the task, on top of what it wrote; two with different operators would not commute.)
@@ -459,7 +459,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   // other): conflicting uses, but those of the same instance with the same relaxed coherence.
   small_vector<small_vector<conflict>> earlier(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    trees_[paths[i]->back()->root].for_each_meeting(*paths[i], [&](node_state& s) {
+    trees[i]->for_each_meeting(*paths[i], [&](node_state& s) {
       tree_state::drop_finished(s);  // (the only pass over uses: the others look at instances)
       for (const region_user& u : s.users) {
         if (!conflicts(u, reqs[i], fields[i])) continue;
@@ -476,7 +476,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv == privilege::reduce) continue;
     const region_node& node = *paths[i]->back();
-    tree_state& tree = trees_[node.root];
+    tree_state& tree = *trees[i];
     const std::size_t home = homes[i];
     waits.push_back(tree.instances[home].made);
     for (field_id f : fields[i]) {
@@ -495,7 +495,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv != privilege::reduce) continue;
     const region_node& node = *paths[i]->back();
-    tree_state& tree = trees_[node.root];
+    tree_state& tree = *trees[i];
     const redop_info& op = *reqs[i].redop;
     // Pending reductions with another operator are applied first, to an instance here.
     for (field_id f : fields[i]) {
@@ -521,7 +521,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   // Record its uses. An exclusive write first drops the uses it covers: it waits for all of them.
   // (A relaxed one does not wait for the uses it may run before, so they stay.)
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    tree_state& tree = trees_[paths[i]->back()->root];
+    tree_state& tree = *trees[i];
     if (overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive)
       tree.drop_covered(paths[i]->back()->id, fields[i]);
     if (homes[i] != no_instance) note_use(tree, homes[i], out.done);
@@ -538,7 +538,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   std::vector<reservation> locks;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].coh != coherence::atomic || homes[i] == no_instance) continue;
-    tracked_instance& t = trees_[paths[i]->back()->root].instances[homes[i]];
+    tracked_instance& t = trees[i]->instances[homes[i]];
     if (t.atomic_lock == reservation()) t.atomic_lock = reservation::create();
     locks.push_back(t.atomic_lock);
   }

@@ -5,8 +5,6 @@
 // disjoint ones on R's path lead to: launches on different subregions of a disjoint partition
 // never meet, however many there are.
 #pragma once
-#include <boost/container/small_vector.hpp>
-
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/small_vector.hpp"
 #include "regions/region_forest.hpp"
 #include "rill/event.hpp"
 #include "rill/instance.hpp"
@@ -21,15 +20,6 @@
 #include "rill/reservation.hpp"
 
 namespace rill::detail {
-
-// The analysis's lists per launch and per use, of a few entries most often: kept inline.
-template <class T, std::size_t N = 4>
-using small_vector = boost::container::small_vector<T, N>;
-// (Boost 1.74's iterators are not contiguous ones to std::span.)
-template <class T, std::size_t N>
-std::span<const T> as_span(const small_vector<T, N>& v) {
-  return {v.data(), v.size()};
-}
 
 // An earlier launch's use of a region, kept until a later write of the same points and fields
 // makes it redundant or it has finished (a failed one stays, so that its poison reaches those
