@@ -40,12 +40,14 @@ inline constexpr std::size_t sanitizer_stack_factor = 2;
 inline constexpr std::size_t sanitizer_stack_factor = 1;
 #endif
 
-// What the layer that defines task scopes keeps per running task; the scheduler only carries it
-// (sync: scope is the task's finish_proxy, whose credit and errors go through task_scope_hooks;
-// registrations are its phaser registrations).
+// What the layers above keep per running task; the scheduler only carries it (sync: scope is the
+// task's finish_proxy, whose credit and errors go through task_scope_hooks; registrations are its
+// phaser registrations; regions: launch_parent is the launched task whose sub-launches the
+// fiber's launches are). A task run nested on the fiber sees none of them.
 struct task_context {
   void* scope = nullptr;          // what task_scope_hooks act on; set by the worker around each task
   void* registrations = nullptr;  // non-null: the task is registered on something an inline task must not see
+  void* launch_parent = nullptr;  // non-null: likewise
 };
 
 struct fiber_rec {

@@ -314,7 +314,7 @@ bool worker::stack_room(std::size_t extra) const {
 bool worker::may_run_inline(std::size_t callable_bytes) const {
   const fiber_rec* f = current_;
   return !channel_ && deque_.size() >= inline_queue_ && f->message_source < 0 && f->task.registrations == nullptr &&
-         stack_room(callable_bytes);
+         f->task.launch_parent == nullptr && stack_room(callable_bytes);
 }
 
 void worker::inline_task_ran() {
@@ -345,19 +345,25 @@ void worker::help_scope(void* scope) {
   fiber_rec* const f = current_;
   // A nested task starts only with a whole task's stack free below it, as a task from the loop has
   // (fiber stacks are twice that: see the constructor).
-  // A nested task starts as one from the loop would: with no registrations (sync: phasers) and
-  // outside any message handler; the waiter's own come back afterwards.
+  // A nested task starts as one from the loop would: with no registrations (sync: phasers), no
+  // launch parent (regions) and outside any message handler; the waiter's own come back afterwards.
   struct nested_context {
     fiber_rec* f;
     void* registrations;
+    void* launch_parent;
     int message_source;
     explicit nested_context(fiber_rec* fiber)
-        : f(fiber), registrations(fiber->task.registrations), message_source(fiber->message_source) {
+        : f(fiber),
+          registrations(fiber->task.registrations),
+          launch_parent(fiber->task.launch_parent),
+          message_source(fiber->message_source) {
       f->task.registrations = nullptr;
+      f->task.launch_parent = nullptr;
       f->message_source = -1;
     }
     ~nested_context() {
       f->task.registrations = registrations;
+      f->task.launch_parent = launch_parent;
       f->message_source = message_source;
     }
   } context{f};

@@ -85,8 +85,9 @@ class worker {
   void help_scope(void* scope);
   // True when a task spawned with rill::may_inline may run at once on the calling fiber: this
   // worker has --rill:inline-queue tasks queued (work enough for thieves), the calling task is a
-  // plain one (no message handler, no phaser registrations: the inline task must not see them),
-  // and a whole task's stack is free below, besides `callable_bytes` for the task's callable.
+  // plain one (no message handler, no phaser registrations, no launch parent: the inline task
+  // must not see them), and a whole task's stack is free below, besides `callable_bytes` for the
+  // task's callable.
   bool may_run_inline(std::size_t callable_bytes) const;
   // A task ran inline (after may_run_inline): counted as run, and every poll_every-th one goes
   // through the scheduling loop and back, so that a chain of inline tasks still polls the network.
