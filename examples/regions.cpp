@@ -8,11 +8,12 @@
 
 #include "rill/rill.hpp"
 
+constexpr rill::field<double> voltage{1};
+constexpr rill::field<rill::point<1>> from{2}, to{3};
+
 int main(int argc, char** argv) {
   rill::runtime rt(argc, argv);
   return rt.run([] {
-    constexpr rill::field<double> voltage{1};
-    constexpr rill::field<rill::point<1>> from{2}, to{3};
     constexpr int node_count = 1000, edge_count = 4000, pieces = 4;
     const rill::region nodes = rill::region::create(rill::rect<1>{0, node_count - 1}, rill::field_space{voltage});
     const rill::region edges = rill::region::create(rill::rect<1>{0, edge_count - 1}, rill::field_space{from, to});
@@ -70,19 +71,34 @@ int main(int argc, char** argv) {
           rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { r(p, 0.5); });
         },
         ghosts, {rill::req(ghosts, {voltage.id}, rill::reduce_with<add>())});
+    const auto sum_voltages = [](const rill::physical_regions& rs, rill::promise<double> out) {
+      auto v = rs[0].read<double, 1>(voltage);
+      double s = 0;
+      rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { s += v[p]; });
+      out.put(s);
+    };
     rill::promise<double> sum;
-    rill::launch(
-        [](const rill::physical_regions& rs, rill::promise<double> out) {
-          auto v = rs[0].read<double, 1>(voltage);
-          double s = 0;
-          rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { s += v[p]; });
-          out.put(s);
-        },
-        {rill::req(nodes, {voltage.id}, rill::privilege::read_only)}, sum);
+    rill::launch(sum_voltages, {rill::req(nodes, {voltage.id}, rill::privilege::read_only)}, sum);
     const double total = sum.get_future().get();
     std::printf("sum of voltages: %.1f after %llu launches, %llu reductions applied\n", total,
                 static_cast<unsigned long long>(rill::launch_counts_here().launches),
                 static_cast<unsigned long long>(rill::launch_counts_here().reductions));
+    // Sub-launches: each piece's task, on its piece's rank, doubles its nodes' voltages half by
+    // half with launches of its own, analysed there; the piece's task ends when they have.
+    rill::index_launch(
+        [](const rill::physical_regions& rs, std::size_t) {
+          const rill::partition halves = rill::partition_equal(rs[0].reg, 2);
+          rill::index_launch(
+              [](const rill::physical_regions& half, std::size_t) {
+                auto v = half[0].write<double, 1>(voltage);
+                half[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] *= 2; });
+              },
+              halves, {rill::req(halves, {voltage.id}, rill::privilege::read_write)});
+        },
+        owned, {rill::req(owned, {voltage.id}, rill::privilege::read_write)});
+    rill::promise<double> doubled;
+    rill::launch(sum_voltages, {rill::req(nodes, {voltage.id}, rill::privilege::read_only)}, doubled);
+    std::printf("after sub-launches in every piece: %.1f\n", doubled.get_future().get());
     wires.destroy().wait();
     return 0;
   });

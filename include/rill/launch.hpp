@@ -31,10 +31,12 @@
 // one of them writing, must map to one instance (else rill::misuse_error). Where a task runs is
 // the mapper's choice (rill::set_mapper): by default the rank whose instances hold most of its
 // data valid, else the issuing rank (a single launch) or color modulo the ranks (a point of an
-// index launch). See docs/regions.md.
+// index launch). A launched task's own launches are its sub-launches: analysed on its rank,
+// within its regions, fields and privileges, and it ends when they have. See docs/regions.md.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
@@ -142,6 +144,9 @@ struct physical_region {
   instance inst;
   privilege priv = privilege::read_only;
   std::uint64_t redop = 0;  // the operator's id under privilege::reduce
+  // The fields the task has: bit i for the i-th field (by ascending id) of the region's field
+  // space (the first 64; sub-launches may use only those).
+  std::uint64_t field_bits = 0;
 
   // Throws rill::misuse_error under reduce (the instance holds partial reductions, not the data).
   template <class T, int N>
@@ -232,11 +237,70 @@ event plan_index_launch(partition over, const std::vector<requirement>& reqs, ev
 // wait for it fail instead of hanging.
 void refuse_planned(event done, const char* reason);
 
+struct launch_context;
+// Around a launched task's body: the launches the body makes are its sub-launches, analysed on
+// its rank within its regions (docs/regions.md, "Sub-launches"), and the task ends once they
+// have, with what they wrote in its instances.
+class launched_body {
+ public:
+  // Makes the calling fiber's launches sub-launches of the task that has `regions`.
+  explicit launched_body(const physical_regions& regions);
+  ~launched_body();
+  launched_body(const launched_body&) = delete;
+  launched_body& operator=(const launched_body&) = delete;
+  // After the body: waits for the sub-launches, with their results brought into the task's
+  // instances, and rethrows `error` (what the body threw) or else what poisoned them.
+  void end(std::exception_ptr error);
+
+  const physical_regions& regions() const { return regions_; }
+  // The analysis state of the sub-launches: made by the first one, in its rank's analysis.
+  std::unique_ptr<launch_context> context;
+
+ private:
+  const physical_regions& regions_;
+  void* outer_;  // the fiber's launch parent before (a task run nested on the fiber has none)
+};
+
+// A launched task's callable: the body, between launched_body's start and end. (A function
+// pointer is held as its offset in the program's code, as proc::spawn sends one.)
+template <class F>
+class launched_task {
+ public:
+  explicit launched_task(F fn) : held_(hold(std::move(fn))) {}
+
+  template <class... Rest>
+  requires std::is_invocable_v<F&, const physical_regions&, Rest&&...>
+  void operator()(physical_regions regions, Rest&&... rest) {
+    launched_body body(regions);
+    std::exception_ptr error;
+    try {
+      if constexpr (std::is_pointer_v<F>)
+        reinterpret_cast<F>(const_cast<void*>(code_address(held_)))(std::as_const(regions),
+                                                                    std::forward<Rest>(rest)...);
+      else
+        held_(std::as_const(regions), std::forward<Rest>(rest)...);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    body.end(std::move(error));
+  }
+
+ private:
+  using held = std::conditional_t<std::is_pointer_v<F>, std::intptr_t, F>;
+  static held hold(F fn) {
+    if constexpr (std::is_pointer_v<F>)
+      return code_offset(reinterpret_cast<const void*>(fn));
+    else
+      return fn;
+  }
+  [[no_unique_address]] held held_;  // (an empty lambda keeps the task empty: nothing is sent)
+};
+
 template <class F, class... Args>
 event spawn_planned(launch_plan& plan, F&& fn, Args&&... args) {
   try {
-    proc(plan.rank).spawn_into(plan.done, after(plan.pre), std::forward<F>(fn), std::move(plan.regions),
-                               std::forward<Args>(args)...);
+    proc(plan.rank).spawn_into(plan.done, after(plan.pre), launched_task<std::decay_t<F>>(std::forward<F>(fn)),
+                               std::move(plan.regions), std::forward<Args>(args)...);
   } catch (const std::exception& e) {
     refuse_planned(plan.done, e.what());
     throw;

@@ -127,8 +127,8 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, std::span
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv == privilege::reduce) continue;  // it brings in no data
     const region_node& node = *paths[i]->back();
-    auto tree = trees_.find(node.root);
-    if (tree == trees_.end()) continue;
+    auto tree = ctx_->trees.find(node.root);
+    if (tree == ctx_->trees.end()) continue;
     tree->second.for_each_meeting(*paths[i], [&](node_state& s) {
       for (std::size_t k : s.instances) {
         const tracked_instance& t = tree->second.instances[k];
@@ -243,10 +243,11 @@ void launch_analysis::collect(int rank, std::size_t needed) {
     std::size_t k;
   };
   std::vector<candidate> oldest_first;
-  for (auto& [root, tree] : trees_)
+  for (auto& [root, tree] : ctx_->trees)
     for (std::size_t k = 0; k < tree.instances.size(); ++k) {
       const tracked_instance& t = tree.instances[k];
-      if (t.live && t.rank == rank && t.last_chosen != clock_) oldest_first.push_back({t.last_chosen, &tree, k});
+      if (t.live && !t.borrowed && t.rank == rank && t.last_chosen != clock_)
+        oldest_first.push_back({t.last_chosen, &tree, k});
     }
   std::sort(oldest_first.begin(), oldest_first.end(),
             [](const candidate& a, const candidate& b) { return a.chosen < b.chosen; });
@@ -386,6 +387,7 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
     if (r.part.exists() && !r.reg.exists())
       throw misuse_error(fmt::format("{}: a requirement on a partition belongs in an index launch", what));
   turn in_turn(*this);
+  caller_context();
   return plan_point(reqs, sorted_fields(reqs), after, -1, travels);
 }
 
@@ -399,6 +401,7 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
                       reqs[i].part.colors(), over.colors()));
   // One turn and one check of the fields for all the points: only their regions differ.
   turn in_turn(*this);
+  caller_context();
   const std::vector<std::vector<field_id>> fields = sorted_fields(reqs);
   std::vector<requirement> point_reqs = reqs;
   for (requirement& r : point_reqs) r.part = partition();
@@ -422,6 +425,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     paths.push_back(&path_to(reqs[i].reg));
     check_fields(reqs[i], *paths.back()->back(), fields[i]);
+    if (ctx_->parent) check_within_parent(*ctx_->parent, reqs[i], *paths.back()->back(), fields[i], i);
   }
   const int rank = choose_rank(reqs, as_span(paths), fields, color);
   if (!travels && rank != rank_me())
@@ -432,7 +436,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
 
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
   small_vector<tree_state*> trees;  // each requirement's
-  for (const region_path* path : paths) trees.push_back(&trees_[path->back()->root]);
+  for (const region_path* path : paths) trees.push_back(&ctx_->trees[path->back()->root]);
   // The instance of each requirement on that rank (coherence relaxes order only within one).
   // (A reduction folds into an instance of its own.)
   small_vector<std::size_t> homes;
@@ -490,7 +494,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
       // A write: its instance is the only one that holds these points valid.
       if (writes(reqs[i].priv)) make_only_valid(tree, *paths[i], home, f, node.space);
     }
-    out.regions[i] = {reqs[i].reg, tree.instances[home].inst, reqs[i].priv};
+    out.regions[i] = {reqs[i].reg, tree.instances[home].inst, reqs[i].priv, 0, field_bits(node.fields, fields[i])};
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv != privilege::reduce) continue;
@@ -515,7 +519,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     pending_reduction p{fold.inst, &op, node.dims, out.done, {}, {}, node.id, rank, fields[i]};
     for (field_id f : fields[i]) p.unapplied.emplace(f, node.space);
     tree.pending.push_back(std::move(p));
-    out.regions[i] = {reqs[i].reg, fold.inst, privilege::reduce, op.id};
+    out.regions[i] = {reqs[i].reg, fold.inst, privilege::reduce, op.id, field_bits(node.fields, fields[i])};
   }
 
   // Record its uses. An exclusive write first drops the uses it covers: it waits for all of them.
@@ -547,6 +551,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   for (const reservation& r : locks) out.pre = r.acquire(out.pre);
   for (const reservation& r : locks) r.release(out.done);
   launches_.fetch_add(1, std::memory_order_relaxed);
+  if (ctx_->parent) note_child(*ctx_, out.done);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "regions/launch_context.hpp"
 #include "regions/region_state.hpp"
 #include "rill/config.hpp"
 #include "rill/event.hpp"
@@ -31,6 +32,13 @@ class launch_analysis final : public rank_module {
   // spawn(plan, color) as soon as it is planned; returns the event of all of them.
   event plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
                    const std::function<void(launch_plan&, std::size_t)>& spawn);
+  // After a launched task's body (docs/regions.md, "Sub-launches"): the event of its
+  // sub-launches and of the copies that bring what they wrote into its instances (no copies when
+  // the body failed).
+  event close(launched_body& body, bool failed);
+  // Once that event has triggered: forgets the body's sub-launches, destroying the instances made
+  // for them unless `clean` is false (something failed, and a copy may still run into one).
+  void retire(launched_body& body, bool clean);
   void set_mapper(std::shared_ptr<mapper> m);
   launch_counts counts() const;
 
@@ -51,6 +59,14 @@ class launch_analysis final : public rank_module {
     launch_analysis& a_;
   };
 
+  // The state of the caller's launches, made for a launched task's first sub-launch; in turn.
+  launch_context& caller_context();
+  // A launched task's context starts with its instances holding valid data for its regions and fields.
+  void adopt_parent(launch_context& ctx);
+  // Refuses a sub-launch's requirement that asks for points, fields or a privilege its parent
+  // task does not have.
+  void check_within_parent(const launched_body& parent, const requirement& r, const region_node& node,
+                           const std::vector<field_id>& fields, std::size_t index);
   // The requirements' fields, sorted, checked for what needs no region (none, twice, a reduction
   // without an operator).
   static std::vector<std::vector<field_id>> sorted_fields(const std::vector<requirement>& reqs);
@@ -102,7 +118,8 @@ class launch_analysis final : public rank_module {
   bool turn_taken_ = false;                               // under turns_lock_
   std::deque<user_event> waiting_turns_;                  // under turns_lock_
   std::shared_ptr<mapper> mapper_;                        // in turns
-  std::unordered_map<std::uint64_t, tree_state> trees_;   // by root id, in turns
+  launch_context top_;                                    // launches made outside launched tasks, in turns
+  launch_context* ctx_ = &top_;                           // the caller's, in a turn
   std::unordered_map<std::uint64_t, region_path> paths_;  // by region id, in turns
   std::vector<std::size_t> valid_bytes_;                  // choose_rank's, by rank, in turns
   const std::size_t budget_;                              // bytes per rank, 0: none

@@ -80,6 +80,8 @@ struct tracked_instance {
   std::uint64_t region = 0;  // made for
   std::size_t bytes = 0;
   bool live = true;
+  // A launched task's own instance, in its sub-launches' state: never collected or destroyed there.
+  bool borrowed = false;
   // Kept only under a budget: the tasks and copies that used it (reading or writing), and the
   // analysis's clock when a launch last chose it (least recently used goes first).
   event last_use;

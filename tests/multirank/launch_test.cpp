@@ -16,6 +16,7 @@
 #include "data_harness.hpp"
 #include "harness.hpp"
 #include "launch_harness.hpp"
+#include "launch_model.hpp"
 #include "rill/launch.hpp"
 #include "rill/partition.hpp"
 
@@ -28,109 +29,12 @@ using data::misuse_of;
 using data::poison_of;
 using data::says;
 
-constexpr rill::field<std::uint64_t> fa{1}, fb{2};
+using namespace launch_model;
+
 const rill::field_space ab{fa, fb};
 constexpr rill::coord_t points = 48;
 
-enum class kind : std::uint8_t { read_write, write_discard, read_only, reduce_sum, reduce_max };
-constexpr std::uint64_t kinds = 5;
-using sum_op = rill::reduce::sum<std::uint64_t>;
-using max_op = rill::reduce::max<std::uint64_t>;
-struct op {
-  kind k;
-  std::uint64_t id;
-  std::uint8_t mask;  // bit 0: fa, bit 1: fb
-};
-
-std::vector<rill::field_id> fields_of(std::uint8_t mask) {
-  std::vector<rill::field_id> out;
-  if (mask & 1) out.push_back(fa.id);
-  if (mask & 2) out.push_back(fb.id);
-  return out;
-}
-
-bool reduces(kind k) { return k == kind::reduce_sum || k == kind::reduce_max; }
-
-template <class Target>
-rill::requirement requirement_of(Target r, const op& o) {
-  switch (o.k) {
-    case kind::read_only: return rill::req(r, fields_of(o.mask), rill::privilege::read_only);
-    case kind::read_write: return rill::req(r, fields_of(o.mask), rill::privilege::read_write);
-    case kind::write_discard: return rill::req(r, fields_of(o.mask), rill::privilege::write_discard);
-    case kind::reduce_sum: return rill::req(r, fields_of(o.mask), rill::reduce_with<sum_op>());
-    case kind::reduce_max: break;
-  }
-  return rill::req(r, fields_of(o.mask), rill::reduce_with<max_op>());
-}
-
-// What an op does to a point's value (or reduces into it), or adds to a read's checksum: the same
-// in the tasks and in the sequential model.
-std::uint64_t written(const op& o, std::uint64_t old, rill::coord_t p) {
-  return o.k == kind::read_write ? old * 5 + o.id : o.id * 1000 + static_cast<std::uint64_t>(p);
-}
-std::uint64_t reduced(const op& o, rill::coord_t p) {
-  return o.k == kind::reduce_sum ? o.id * 3 + static_cast<std::uint64_t>(p)
-                                 : (o.id * 0x9E3779B97F4A7C15ull) ^ static_cast<std::uint64_t>(p);
-}
-std::uint64_t checksum_step(std::uint64_t sum, std::uint64_t v) { return sum * 31 + v; }
-
-// The body of every launch: applies o to its region's fields, or sums them.
-std::uint64_t apply(const rill::physical_region& r, const op& o) {
-  const rill::index_space<1> space = r.reg.space<1>();
-  std::uint64_t sum = 0;
-  for (rill::field_id f : fields_of(o.mask)) {
-    const rill::field<std::uint64_t> typed{f};
-    if (o.k == kind::read_only) {
-      auto acc = r.read<std::uint64_t, 1>(typed);
-      space.for_each_point([&](const rill::point<1>& p) { sum = checksum_step(sum, acc[p]); });
-    } else if (o.k == kind::reduce_sum) {
-      auto acc = r.reduce<sum_op, 1>(typed);
-      space.for_each_point([&](const rill::point<1>& p) { acc(p, reduced(o, p[0])); });
-    } else if (o.k == kind::reduce_max) {
-      auto acc = r.reduce<max_op, 1>(typed);
-      space.for_each_point([&](const rill::point<1>& p) { acc(p, reduced(o, p[0])); });
-    } else {
-      auto acc = r.write<std::uint64_t, 1>(typed);
-      space.for_each_point([&](const rill::point<1>& p) { acc[p] = written(o, acc[p], p[0]); });
-    }
-  }
-  return sum;
-}
-
-struct model {
-  std::map<rill::field_id, std::vector<std::uint64_t>> v;
-  model() {
-    for (rill::field_id f : {fa.id, fb.id}) v[f].assign(points, 0);
-  }
-  std::uint64_t run(const op& o, const rill::index_space<1>& space) {
-    std::uint64_t sum = 0;
-    for (rill::field_id f : fields_of(o.mask))
-      space.for_each_point([&](const rill::point<1>& p) {
-        auto& x = v[f][static_cast<std::size_t>(p[0])];
-        if (o.k == kind::read_only)
-          sum = checksum_step(sum, x);
-        else if (o.k == kind::reduce_sum)
-          x += reduced(o, p[0]);
-        else if (o.k == kind::reduce_max)
-          x = std::max(x, reduced(o, p[0]));
-        else
-          x = written(o, x, p[0]);
-      });
-    return sum;
-  }
-};
-
-// Any rank, at random (its own seed on the issuing rank).
-class random_mapper : public rill::mapper {
- public:
-  explicit random_mapper(std::uint64_t seed) : rng_(seed) {}
-  int map_task(const rill::mapping_query&) override {
-    return static_cast<int>(rng_() % static_cast<std::uint64_t>(rill::rank_n()));
-  }
-
- private:
-  std::mt19937_64 rng_;
-};
+constexpr std::uint64_t kinds = 5;  // launch_model's kinds but nested_write
 
 void random_program(std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -144,7 +48,7 @@ void random_program(std::uint64_t seed) {
   for (rill::partition p : {quarters, aliased, halves})
     for (std::size_t c = 0; c < p.colors(); ++c) regions.push_back(p.subregion(c));
 
-  model m;
+  model m(points);
   std::vector<std::pair<rill::future<std::uint64_t>, std::uint64_t>> reads;
   std::vector<rill::event> done;
   // Every point written first: an instance's contents are undefined until then.
@@ -188,21 +92,7 @@ void random_program(std::uint64_t seed) {
         {requirement_of(r, o)}, o, sum));
     reads.emplace_back(sum.get_future(), m.run(o, r.space<1>()));
   }
-  // The final values, read back in one launch of both fields.
-  rill::promise<std::vector<std::uint64_t>> final_values;
-  rill::launch(
-      [](const rill::physical_regions& rs, rill::promise<std::vector<std::uint64_t>> out) {
-        std::vector<std::uint64_t> vals;
-        for (rill::field<std::uint64_t> f : {fa, fb}) {
-          auto acc = rs[0].read<std::uint64_t, 1>(f);
-          for (rill::coord_t p = 0; p < points; ++p) vals.push_back(acc[{p}]);
-        }
-        out.put(std::move(vals));
-      },
-      {rill::req(root, {fa.id, fb.id}, rill::privilege::read_only)}, final_values);
-  std::vector<std::uint64_t> want = m.v[fa.id];
-  want.insert(want.end(), m.v[fb.id].begin(), m.v[fb.id].end());
-  expect(final_values.get_future().get() == want, "the final values differ from the sequential program's");
+  expect(read_back(root, points) == m.values(), "the final values differ from the sequential program's");
   for (auto& [f, expected] : reads) expect(f.get() == expected, "a launch saw other values than in program order");
   for (rill::event e : done) e.wait();
 }

@@ -1,0 +1,169 @@
+// Sub-launches: the launches a launched task makes from its body. They are analysed on the task's
+// rank, where its data is, in a context of their own that starts with the task's instances
+// holding its regions' data; each may use only points, fields and privileges the task has. When
+// the body returns, what they wrote is copied back into the task's instances, and the task ends
+// once that and they have ended. So a program whose top level launches one task per piece has its
+// analysis done piece by piece on the pieces' ranks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "regions/launch_analysis.hpp"
+#include "regions/region_forest.hpp"
+#include "rill/error.hpp"
+#include "scheduler/worker.hpp"
+
+namespace rill::detail {
+namespace {
+
+constexpr const char* what = "rill::launch";
+
+const char* name_of(privilege p) {
+  switch (p) {
+    case privilege::read_only: return "read_only";
+    case privilege::read_write: return "read_write";
+    case privilege::write_discard: return "write_discard";
+    case privilege::reduce: break;
+  }
+  return "reduce";
+}
+
+// The tree's index of instance `inst` (one the task was given), or no_instance.
+std::size_t index_of(const tree_state& tree, instance inst) {
+  for (std::size_t k = 0; k < tree.instances.size(); ++k)
+    if (tree.instances[k].inst == inst) return k;
+  return no_instance;
+}
+
+// The fields of `node`'s space named by `bits` (physical_region::field_bits).
+template <class F>
+void for_each_field(const region_node& node, std::uint64_t bits, F&& f) {
+  const auto& all = node.fields.fields();
+  for (std::size_t o = 0; o < all.size() && o < 64; ++o)
+    if ((bits >> o) & 1) f(all[o].id);
+}
+
+}  // namespace
+
+launched_body::launched_body(const physical_regions& regions) : regions_(regions) {
+  void*& parent = current_worker()->current_fiber()->task.launch_parent;
+  outer_ = parent;
+  parent = this;
+}
+
+launched_body::~launched_body() = default;
+
+void launched_body::end(std::exception_ptr error) {
+  // (A task resumes on the fiber it started on.)
+  current_worker()->current_fiber()->task.launch_parent = outer_;
+  if (context) {
+    launch_analysis& analysis = analysis_here(what);
+    const event closed = analysis.close(*this, error != nullptr);
+    bool clean = true;
+    try {
+      closed.wait();
+    } catch (const std::exception&) {
+      clean = false;
+      if (!error) error = std::current_exception();  // a sub-launch failed: so does the task
+    }
+    analysis.retire(*this, clean);
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+launch_context& launch_analysis::caller_context() {
+  worker* w = current_worker();
+  auto* body = w ? static_cast<launched_body*>(w->current_fiber()->task.launch_parent) : nullptr;
+  if (!body) return *(ctx_ = &top_);
+  if (!body->context) {
+    body->context = std::make_unique<launch_context>();
+    body->context->parent = body;
+    adopt_parent(*body->context);
+  }
+  return *(ctx_ = body->context.get());
+}
+
+void launch_analysis::adopt_parent(launch_context& ctx) {
+  for (const physical_region& held : ctx.parent->regions()) {
+    if (held.priv == privilege::reduce) continue;  // its fold instance holds no data
+    const region_path& path = path_to(held.reg);
+    const region_node& node = *path.back();
+    tree_state& tree = ctx.trees[node.root];
+    std::size_t k = index_of(tree, held.inst);
+    if (k == no_instance) {
+      tracked_instance t;
+      t.inst = held.inst;
+      t.rank = rank_me();
+      t.region = node.id;
+      t.borrowed = true;
+      tree.instances.push_back(std::move(t));
+      k = tree.instances.size() - 1;
+    }
+    std::vector<std::size_t>& at = tree.at(path).instances;
+    if (std::find(at.begin(), at.end(), k) == at.end()) at.push_back(k);
+    for_each_field(node, held.field_bits, [&](field_id f) {
+      valid_points& v = tree.instances[k].valid[f];
+      v.points = v.points.unite(node.space);
+    });
+  }
+}
+
+void launch_analysis::check_within_parent(const launched_body& parent, const requirement& r, const region_node& node,
+                                          const std::vector<field_id>& fields, std::size_t index) {
+  const std::uint64_t wanted = field_bits(node.fields, fields);
+  const bool representable = static_cast<std::size_t>(std::popcount(wanted)) == fields.size();
+  for (const physical_region& held : parent.regions()) {
+    const region_node& mine = *path_to(held.reg).back();
+    if (mine.root != node.root || !mine.space.contains(node.space)) continue;
+    const bool allowed =
+        held.priv == privilege::read_only ? r.priv == privilege::read_only : held.priv != privilege::reduce;
+    if (allowed && representable && (held.field_bits & wanted) == wanted) return;
+  }
+  throw misuse_error(fmt::format(
+      "{}: requirement {} of a sub-launch ({} on region {:#x}) is not within the launching task's regions: a "
+      "launched task may launch only on points and fields it has, read_only under read_only, and nothing under "
+      "a reduction{}",
+      what, index, name_of(r.priv), r.reg.id(),
+      representable ? "" : " (and sub-launches can name only the first 64 fields of a tree)"));
+}
+
+event launch_analysis::close(launched_body& body, bool failed) {
+  turn in_turn(*this);
+  launch_context& ctx = *body.context;
+  ctx_ = &ctx;
+  const event children = merge(ctx.children);
+  small_vector<event, 8> done{children};
+  // What the sub-launches wrote (and reduced) into the task's writable regions, back in its
+  // instances, after all of them.
+  for (const physical_region& held : body.regions()) {
+    if (failed || held.priv == privilege::read_only || held.priv == privilege::reduce) continue;
+    const region_path& path = path_to(held.reg);
+    tree_state& tree = ctx.trees[path.back()->root];
+    const std::size_t home = index_of(tree, held.inst);
+    for_each_field(*path.back(), held.field_bits, [&](field_id f) {
+      bring_in(tree, path, home, f, children, {});
+      apply_pending(tree, path, home, f, 0);
+      done.push_back(tree.instances[home].valid[f].ready);
+    });
+  }
+  ctx_ = &top_;
+  return merge(done);
+}
+
+void launch_analysis::retire(launched_body& body, bool clean) {
+  turn in_turn(*this);
+  for (auto& [root, tree] : body.context->trees) {
+    for (tracked_instance& t : tree.instances) {
+      if (!t.live || t.borrowed) continue;
+      held_[t.rank] -= t.bytes;
+      if (clean) t.inst.destroy();
+    }
+    if (!clean) continue;
+    for (pending_reduction& p : tree.pending) p.fold.destroy();
+    for (spare_fold& s : tree.spare_folds) s.fold.destroy();
+  }
+  body.context.reset();
+}
+
+}  // namespace rill::detail
