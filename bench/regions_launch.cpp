@@ -10,9 +10,13 @@
 //                  earlier half (growth with the number of earlier launches shows as a ratio
 //                  above 1; the first launch of a round is left out: its points wait for nothing
 //                  still running).
+//   Rill, sub-launches (case `launch_nested`): the same L * colors point tasks issued as
+//                  sub-launches: one top-level index launch over 2 blocks per rank, each block's
+//                  task issuing the L index launches over its share of the subregions, analysed
+//                  on its rank (so every rank analyses at once); tasks/s against the same peer.
 //
 // Points run where the default mapper puts them: color % ranks on the first launch, then where
-// their data is valid (the same rank).
+// their data is valid (the same rank); a block's sub-launches run where its instance is.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -48,6 +52,24 @@ round_times regions_round(rill::partition cells, int launches) {
   return t;
 }
 
+// The block's task: L index launches over its subregions (`cells[block]`), issued on its rank.
+void issue_block(const rill::physical_regions&, std::size_t block, const std::vector<rill::partition>& cells,
+                 int launches) {
+  const rill::partition mine = cells[block];
+  for (int k = 0; k < launches; ++k)
+    rill::index_launch([](const rill::physical_regions&, std::size_t) {}, mine,
+                       {rill::req(mine, {value.id}, rill::privilege::read_write)});
+}
+
+// `blocks` partitions a tree of its own (the flat rounds' launches are not in its way); block b's
+// subregions are `cells[b]`, made once as a program would.
+double nested_round(rill::partition blocks, const std::vector<rill::partition>& cells, int launches) {
+  const auto t0 = bench::clock::now();
+  rill::index_launch(issue_block, blocks, {rill::req(blocks, {value.id}, rill::privilege::read_write)}, cells, launches)
+      .wait();
+  return bench::seconds_since(t0);
+}
+
 double spawn_round(std::size_t colors, int launches) {
   const int n = rill::rank_n();
   std::vector<rill::event> last(colors, rill::event::none());
@@ -81,9 +103,16 @@ int main(int argc, char** argv) {
     const rill::region grid = rill::region::create(
         rill::rect<1>{0, static_cast<rill::coord_t>(colors) * cells_per_color - 1}, rill::field_space{value});
     const rill::partition cells = rill::partition_equal(grid, colors);
+    const rill::region nested_grid = rill::region::create(
+        rill::rect<1>{0, static_cast<rill::coord_t>(colors) * cells_per_color - 1}, rill::field_space{value});
+    const rill::partition blocks = rill::partition_equal(nested_grid, 2 * static_cast<std::size_t>(rill::rank_n()));
+    std::vector<rill::partition> block_cells;
+    for (std::size_t b = 0; b < blocks.colors(); ++b)
+      block_cells.push_back(rill::partition_equal(blocks.subregion(b), colors / blocks.colors()));
     // A warm-up launch makes the instances, which every later launch reuses.
     regions_round(cells, 1);
     (void)spawn_round(colors, 1);
+    (void)nested_round(blocks, block_cells, 1);
 
     bench::result rate{"REGIONS", "launch", "point tasks per second", "tasks/s", true, {}, "proc::spawn", {}};
     bench::result growth{"REGIONS",
@@ -94,21 +123,35 @@ int main(int argc, char** argv) {
                          {},
                          "",
                          {}};
+    bench::result nested{"REGIONS",
+                         "launch_nested",
+                         "point tasks per second, issued as sub-launches",
+                         "tasks/s",
+                         true,
+                         {},
+                         "proc::spawn",
+                         {}};
     std::vector<double> early_ns, late_ns;
     for (int r = 0; r < reps; ++r) {
       const round_times t = regions_round(cells, launches);
       const double peer = spawn_round(colors, launches);
+      const double sub = nested_round(blocks, block_cells, launches);
       const double tasks = static_cast<double>(colors) * launches;
       rate.rill.push_back(tasks / t.total);
       rate.peer_values.push_back(tasks / peer);
+      nested.rill.push_back(tasks / sub);
+      nested.peer_values.push_back(tasks / peer);
       const double early = t.early_issue / (launches / 2 - 1), late = t.late_issue / (launches - launches / 2);
       growth.rill.push_back(late / early);
       early_ns.push_back(early * 1e9 / static_cast<double>(colors));
       late_ns.push_back(late * 1e9 / static_cast<double>(colors));
-      bench::progress("REGIONS launch rep {}: {:.0f} tasks/s (spawn {:.0f}); issue {:.0f} -> {:.0f} ns/point", r,
-                      tasks / t.total, tasks / peer, early_ns.back(), late_ns.back());
+      bench::progress(
+          "REGIONS launch rep {}: {:.0f} tasks/s, as sub-launches {:.0f} (spawn {:.0f}); issue {:.0f} -> {:.0f} "
+          "ns/point",
+          r, tasks / t.total, tasks / sub, tasks / peer, early_ns.back(), late_ns.back());
     }
-    for (bench::result* res : {&rate, &growth}) {
+    nested.extra["blocks"] = blocks.colors();
+    for (bench::result* res : {&rate, &nested, &growth}) {
       res->extra["ranks"] = rill::rank_n();
       res->extra["workers"] = rt.options().workers;
       res->extra["colors"] = colors;
@@ -117,6 +160,7 @@ int main(int argc, char** argv) {
     growth.extra["early_issue_ns_per_point"] = bench::summarize(early_ns).median;
     growth.extra["late_issue_ns_per_point"] = bench::summarize(late_ns).median;
     bench::emit(rate);
+    bench::emit(nested);
     bench::emit(growth);
     return 0;
   });
