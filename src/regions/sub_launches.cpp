@@ -163,6 +163,7 @@ void launch_analysis::retire(launched_body& body, bool clean) {
     for (pending_reduction& p : tree.pending) p.fold.destroy();
     for (spare_fold& s : tree.spare_folds) s.fold.destroy();
   }
+  ctx_ = &top_;  // (it may still name this context, from the body's last sub-launch)
   body.context.reset();
 }
 
