@@ -66,6 +66,10 @@ struct spare_fold {
 struct valid_points {
   index_space<3> points;
   event ready = event::none();
+  // The copies out of the instance's field: whatever writes into it next waits for them. (The
+  // launch that asked for such a copy may commute with the one that writes, a reduction by the
+  // same operator as one pending there, so waiting for conflicting launches does not cover it.)
+  event read = event::none();
 };
 
 // An instance made for a region of the tree: on which rank, covering the region's points, with

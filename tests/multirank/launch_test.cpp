@@ -198,6 +198,59 @@ TEST_P(launches, independent_launches_run_while_a_dependent_one_waits) {
   });
 }
 
+// A copy out of an instance, for a reduction that commutes with a pending one (same operator),
+// and the application of the pending one into that instance, which a later read asks for: the
+// application writes points the copy reads, so it must wait for the copy though neither launch
+// waits for the other. Both are held by gates opened together. Without that order they race,
+// which ThreadSanitizer reports when the two run close enough (the values stay right either way:
+// the copied points are stale where they were copied to once the application lands), so the
+// scenario runs a few times.
+TEST_P(launches, a_reduction_applied_into_an_instance_waits_for_copies_out_of_it) {
+  run_checked(GetParam(), [] {
+    auto on = std::make_shared<fixed_mapper>();
+    rill::set_mapper(on);
+    const auto body = [](const rill::physical_regions& rs, op x) { (void)apply(rs[0], x); };
+    for (int round = 0; round < 4; ++round) {
+      const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+      const rill::partition windows = rill::partition_by_subspaces(
+          root, std::vector<rill::index_space<1>>{rill::rect<1>{0, 9}, rill::rect<1>{6, 15}});
+      const rill::region w0 = windows.subregion(0), w1 = windows.subregion(1);
+      model m(points);
+      const auto run = [&](rill::region r, op o, rill::event after) {
+        m.run(o, r.space<1>());
+        rill::launch(rill::after(after), body, {requirement_of(r, o)}, o);
+      };
+      rill::user_event copy_gate = rill::user_event::create(), max_gate = rill::user_event::create();
+      // The root's instance on rank 0 holds everything; a sum pending over w0, then a max over
+      // w1 (the sum's points 6-9 applied first, into the root's instance).
+      on->rank = 0;
+      run(root, {kind::write_discard, 1, 3}, rill::event::none());
+      run(w0, {kind::reduce_sum, 2, 1}, rill::event::none());
+      run(w1, {kind::reduce_max, 3, 1}, max_gate);
+      // A max over w0 on the last rank: the sum's points 0-5 are applied into an instance there,
+      // after a copy of w0 out of the root's instance.
+      on->rank = rill::rank_n() - 1;
+      const rill::launch_counts before = rill::launch_counts_here();
+      run(w0, {kind::reduce_max, 4, 1}, copy_gate);
+      const bool copied = rill::launch_counts_here().copies - before.copies == 1;
+      expect(copied || rill::rank_n() == 1, "the max over w0 on another rank copied nothing: no scenario");
+      // A read of w1 on rank 0 applies the pending max over w1 into the root's instance.
+      on->rank = 0;
+      const op read{kind::read_only, 5, 1};
+      rill::promise<std::uint64_t> sum;
+      rill::launch(
+          [](const rill::physical_regions& rs, op x, rill::promise<std::uint64_t> out) { out.put(apply(rs[0], x)); },
+          {requirement_of(w1, read)}, read, sum);
+      const std::uint64_t expected = m.run(read, w1.space<1>());
+      copy_gate.trigger();
+      max_gate.trigger();
+      expect(sum.get_future().get() == expected, "a read saw other values than in program order");
+      expect(read_back(root, points) == m.values(), "the final values differ from the sequential program's");
+    }
+    rill::set_mapper(nullptr);
+  });
+}
+
 // Writes 0 to fa, then sums it: the ends of the coherence tests.
 void zero_fa(const rill::physical_regions& rs) {
   auto acc = rs[0].write<std::uint64_t, 1>(fa);
