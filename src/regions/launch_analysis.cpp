@@ -425,7 +425,8 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   small_vector<const region_path*> paths;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     paths.push_back(&path_to(reqs[i].reg));
-    check_fields(reqs[i], *paths.back()->back(), fields[i]);
+    // (An index launch's points name regions of the same trees: their fields are checked once.)
+    if (color <= 0) check_fields(reqs[i], *paths.back()->back(), fields[i]);
     if (ctx_->parent) check_within_parent(*ctx_->parent, reqs[i], *paths.back()->back(), fields[i], i);
   }
   const int rank = choose_rank(reqs, as_span(paths), fields, color);
@@ -483,7 +484,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     const region_node& node = *paths[i]->back();
     tree_state& tree = *trees[i];
     const std::size_t home = homes[i];
-    waits.push_back(tree.instances[home].made);
+    waits.push_back(unless_done(tree.instances[home].made));
     for (field_id f : fields[i]) {
       if (reqs[i].priv == privilege::write_discard) {
         discard_pending(tree, node.space, f);
@@ -491,7 +492,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
         bring_in(tree, *paths[i], home, f, after, as_span(earlier[i]));
         apply_pending(tree, *paths[i], home, f, 0);
       }
-      waits.push_back(tree.instances[home].valid[f].ready);
+      waits.push_back(unless_done(tree.instances[home].valid[f].ready));
       // A write: its instance is the only one that holds these points valid.
       if (writes(reqs[i].priv)) make_only_valid(tree, *paths[i], home, f, node.space);
     }

@@ -6,6 +6,9 @@
 namespace rill::detail {
 
 node_state& tree_state::at(const region_path& path) {
+  // A node once made stays, and its making linked it under its ancestors.
+  if (node_state* known = find(path.back()->id)) return *known;
+  ++generation_;
   node_state* n = nullptr;
   for (std::size_t i = 0; i < path.size(); ++i) {
     auto [it, made] = nodes_.try_emplace(path[i]->id);
@@ -24,6 +27,46 @@ node_state& tree_state::at(const region_path& path) {
 node_state* tree_state::find(std::uint64_t id) {
   auto it = nodes_.find(id);
   return it == nodes_.end() ? nullptr : &it->second;
+}
+
+const std::vector<node_state*>& tree_state::meeting(const region_path& path) {
+  const std::uint64_t id = path.back()->id;
+  if (last_ && last_region_ == id && last_->generation == generation_) return last_->nodes;
+  meeting_list& m = meeting_[id];
+  if (m.generation != generation_) {
+    m.nodes.clear();
+    collect_meeting(path, m.nodes);
+    m.generation = generation_;
+  }
+  last_region_ = id;
+  last_ = &m;
+  return m.nodes;
+}
+
+void tree_state::collect_meeting(const region_path& path, std::vector<node_state*>& out) {
+  const index_space<3>& space = path.back()->space;
+  if (space.empty()) return;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    node_state* n = find(path[i]->id);
+    if (!n) return;  // nothing at or below this region
+    out.push_back(n);
+    const bool last = i + 1 == path.size();
+    for (auto& [partition_id, used] : n->below) {
+      const bool on_path = !last && path[i + 1]->parent_partition == partition_id;
+      if (on_path && used.disjoint) continue;
+      for (auto& [color, child] : used.child_of_color)
+        if (!on_path || child != path[i + 1]->id) collect_subtree(child, space, last, out);
+    }
+  }
+}
+
+void tree_state::collect_subtree(std::uint64_t id, const index_space<3>& space, bool inside,
+                                 std::vector<node_state*>& out) {
+  node_state* n = find(id);
+  if (!n || (!inside && !spaces_meet(n->space, space))) return;
+  out.push_back(n);
+  for (auto& [partition_id, used] : n->below)
+    for (auto& [color, child] : used.child_of_color) collect_subtree(child, space, inside, out);
 }
 
 void tree_state::drop_covered(std::uint64_t id, const std::vector<field_id>& fields) {

@@ -5,6 +5,8 @@
 // disjoint ones on R's path lead to: launches on different subregions of a disjoint partition
 // never meet, however many there are.
 #pragma once
+#include <boost/container/flat_map.hpp>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -72,6 +74,14 @@ struct valid_points {
   event read = event::none();
 };
 
+// `e`, or none once it has triggered without failing, which is remembered: a later launch's
+// merge need not ask for it again (an instance's making and copies are waited for by every launch
+// that uses it).
+inline event unless_done(event& e) {
+  if (!e.is_none() && e.has_triggered() && !e.poisoned()) e = event::none();
+  return e;
+}
+
 // An instance made for a region of the tree: on which rank, covering the region's points, with
 // every field of the tree. Under an instance budget it may be collected (destroyed, `live` false,
 // holding nothing valid); its index stays, never reused.
@@ -79,7 +89,10 @@ struct tracked_instance {
   instance inst;
   int rank = 0;
   event made;
-  std::map<field_id, valid_points> valid;
+  // By field, kept inline for the few fields a tree has most often (a launch looks at several
+  // instances, and each map node elsewhere in memory would be one more cache miss).
+  boost::container::flat_map<field_id, valid_points, std::less<>, small_vector<std::pair<field_id, valid_points>, 2>>
+      valid;
   reservation atomic_lock;   // made for its first atomic use
   std::uint64_t region = 0;  // made for
   std::size_t bytes = 0;
@@ -125,7 +138,9 @@ class tree_state {
   // f(node_state&) for every region with state that may share points with the region at the end
   // of `path`.
   template <class F>
-  void for_each_meeting(const region_path& path, F&& f);
+  void for_each_meeting(const region_path& path, F&& f) {
+    for (node_state* n : meeting(path)) f(*n);
+  }
 
   // Drops the uses of region `id` and below whose fields are all in `fields` (sorted): a write of
   // them there waits for those uses, and whoever conflicts with them conflicts with it.
@@ -136,42 +151,34 @@ class tree_state {
   // those that would have waited for it).
   static void drop_finished(node_state& n);
 
+  tree_state() = default;
+  tree_state(const tree_state&) = delete;  // (the meeting lists point into it)
+  tree_state& operator=(const tree_state&) = delete;
+  tree_state(tree_state&&) = default;
+  tree_state& operator=(tree_state&&) = default;
+
   std::vector<tracked_instance> instances;  // never shrinks: node states hold indices
   std::vector<pending_reduction> pending;
   std::vector<spare_fold> spare_folds;
 
  private:
-  template <class F>
-  void visit_subtree(std::uint64_t id, const index_space<3>& space, bool inside, F& f);
+  // The regions with state meeting the one at the end of `path`, in the order for_each_meeting
+  // visits them. A launch asks several times for each of its regions, and a program launches on
+  // the same regions again and again, so the list is kept until a node is made (none is ever
+  // removed, and a node's space never changes).
+  const std::vector<node_state*>& meeting(const region_path& path);
+  void collect_meeting(const region_path& path, std::vector<node_state*>& out);
+  void collect_subtree(std::uint64_t id, const index_space<3>& space, bool inside, std::vector<node_state*>& out);
 
-  std::unordered_map<std::uint64_t, node_state> nodes_;  // by region id
+  struct meeting_list {
+    std::uint64_t generation = 0;
+    std::vector<node_state*> nodes;
+  };
+  std::unordered_map<std::uint64_t, node_state> nodes_;      // by region id
+  std::uint64_t generation_ = 1;                             // bumped when a node is made
+  std::unordered_map<std::uint64_t, meeting_list> meeting_;  // by region id
+  std::uint64_t last_region_ = 0;  // the last list asked for (a launch asks for it again at once)
+  meeting_list* last_ = nullptr;
 };
-
-template <class F>
-void tree_state::visit_subtree(std::uint64_t id, const index_space<3>& space, bool inside, F& f) {
-  node_state* n = find(id);
-  if (!n || (!inside && !spaces_meet(n->space, space))) return;
-  f(*n);
-  for (auto& [partition_id, used] : n->below)
-    for (auto& [color, child] : used.child_of_color) visit_subtree(child, space, inside, f);
-}
-
-template <class F>
-void tree_state::for_each_meeting(const region_path& path, F&& f) {
-  const index_space<3>& space = path.back()->space;
-  if (space.empty()) return;
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    node_state* n = find(path[i]->id);
-    if (!n) return;  // nothing at or below this region
-    f(*n);
-    const bool last = i + 1 == path.size();
-    for (auto& [partition_id, used] : n->below) {
-      const bool on_path = !last && path[i + 1]->parent_partition == partition_id;
-      if (on_path && used.disjoint) continue;
-      for (auto& [color, child] : used.child_of_color)
-        if (!on_path || child != path[i + 1]->id) visit_subtree(child, space, last, f);
-    }
-  }
-}
 
 }  // namespace rill::detail
