@@ -71,12 +71,14 @@ struct redop_info {
   std::size_t lhs_bytes;
   std::size_t rhs_bytes;
   row_combiner apply;               // right-hand sides applied to elements, atomically
+  row_combiner fold;                // right-hand sides folded into others (a fold instance's), atomically
   std::vector<std::byte> identity;  // Op::identity's bytes
 };
 template <bulk_reduction_op Op>
 const redop_info* redop_of() {
-  static const redop_info info{value_type_id<Op>(), sizeof(typename Op::lhs), sizeof(typename Op::rhs),
-                               combiner_of<Op, true>(false), bytes_of(typename Op::rhs(Op::identity))};
+  static const redop_info info{value_type_id<Op>(),           sizeof(typename Op::lhs),
+                               sizeof(typename Op::rhs),      combiner_of<Op, true>(false),
+                               combiner_of<Op, false>(false), bytes_of(typename Op::rhs(Op::identity))};
   return &info;
 }
 }  // namespace detail

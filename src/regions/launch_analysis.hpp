@@ -63,6 +63,9 @@ class launch_analysis final : public rank_module {
   launch_context& caller_context();
   // A launched task's context starts with its instances holding valid data for its regions and fields.
   void adopt_parent(launch_context& ctx);
+  // Folds into the fold instance of a launched task's reduce region `held` what its sub-launches
+  // reduced into field f there, adding the folds' events to `done`.
+  void fold_pending(tree_state& tree, const physical_region& held, field_id f, small_vector<event, 8>& done);
   // Refuses a sub-launch's requirement that asks for points, fields or a privilege its parent
   // task does not have.
   void check_within_parent(const launched_body& parent, const requirement& r, const region_node& node,

@@ -11,6 +11,7 @@
 
 #include "regions/launch_analysis.hpp"
 #include "regions/region_forest.hpp"
+#include "rill/copy.hpp"
 #include "rill/error.hpp"
 #include "scheduler/worker.hpp"
 
@@ -113,17 +114,36 @@ void launch_analysis::check_within_parent(const launched_body& parent, const req
                                           const std::vector<field_id>& fields, std::size_t index) {
   const std::uint64_t wanted = field_bits(node.fields, fields);
   const bool representable = static_cast<std::size_t>(std::popcount(wanted)) == fields.size();
+  const bool reduces = r.priv == privilege::reduce;
+  bool within = false, within_writable = false;
+  const physical_region* read_only_met = nullptr;
   for (const physical_region& held : parent.regions()) {
     const region_node& mine = *path_to(held.reg).back();
-    if (mine.root != node.root || !mine.space.contains(node.space)) continue;
-    const bool allowed =
-        held.priv == privilege::read_only ? r.priv == privilege::read_only : held.priv != privilege::reduce;
-    if (allowed && representable && (held.field_bits & wanted) == wanted) return;
+    if (mine.root != node.root) continue;
+    if (reduces && held.priv == privilege::read_only && (held.field_bits & wanted) != 0 &&
+        tree_state::spaces_meet(mine.space, node.space))
+      read_only_met = &held;
+    if (!representable || (held.field_bits & wanted) != wanted || !mine.space.contains(node.space)) continue;
+    switch (held.priv) {
+      case privilege::read_only: within = within || (!reduces && r.priv == privilege::read_only); break;
+      case privilege::reduce: within = within || (reduces && r.redop->id == held.redop); break;
+      default: within = within_writable = true; break;
+    }
   }
+  // A sibling's read applies a sub-launch's pending reduction to the instance it reads: that must
+  // be one the parent may write. Under a writable region it is; under a reduction alone, the
+  // values are meant for the parent's fold, and a read-only instance must not receive them.
+  if (within && reduces && !within_writable && read_only_met)
+    throw misuse_error(fmt::format(
+        "{}: requirement {} of a sub-launch (reduce on region {:#x}) shares points and fields with the launching "
+        "task's read_only region {:#x}: outside its parent's writable regions, a sub-launch may reduce only on "
+        "points its parent does not read",
+        what, index, r.reg.id(), read_only_met->reg.id()));
+  if (within) return;
   throw misuse_error(fmt::format(
       "{}: requirement {} of a sub-launch ({} on region {:#x}) is not within the launching task's regions: a "
-      "launched task may launch only on points and fields it has, read_only under read_only, and nothing under "
-      "a reduction{}",
+      "launched task may launch only on points and fields it has, read_only under read_only, and under a "
+      "reduction only reductions by the same operator{}",
       what, index, name_of(r.priv), r.reg.id(),
       representable ? "" : " (and sub-launches can name only the first 64 fields of a tree)"));
 }
@@ -135,11 +155,16 @@ event launch_analysis::close(launched_body& body, bool failed) {
   const event children = merge(ctx.children);
   small_vector<event, 8> done{children};
   // What the sub-launches wrote (and reduced) into the task's writable regions, back in its
-  // instances, after all of them.
+  // instances, after all of them; what they reduced where it only reduces, folded into its fold
+  // instance.
   for (const physical_region& held : body.regions()) {
-    if (failed || held.priv == privilege::read_only || held.priv == privilege::reduce) continue;
+    if (failed || held.priv == privilege::read_only) continue;
     const region_path& path = path_to(held.reg);
     tree_state& tree = ctx.trees[path.back()->root];
+    if (held.priv == privilege::reduce) {
+      for_each_field(*path.back(), held.field_bits, [&](field_id f) { fold_pending(tree, held, f, done); });
+      continue;
+    }
     const std::size_t home = index_of(tree, held.inst);
     for_each_field(*path.back(), held.field_bits, [&](field_id f) {
       bring_in(tree, path, home, f, children, {});
@@ -149,6 +174,24 @@ event launch_analysis::close(launched_body& body, bool failed) {
   }
   ctx_ = &top_;
   return merge(done);
+}
+
+void launch_analysis::fold_pending(tree_state& tree, const physical_region& held, field_id f,
+                                   small_vector<event, 8>& done) {
+  const region_node& node = *path_to(held.reg).back();
+  for (pending_reduction& p : tree.pending) {
+    auto un = p.unapplied.find(f);
+    if (p.op->id != held.redop || un == p.unapplied.end()) continue;
+    const index_space<3> over = un->second.intersect(node.space);
+    if (over.empty()) continue;
+    const event folded = transfer_padded(p.fold, {f}, held.inst, {f}, &over, p.dims, p.op->fold, p.ready, what);
+    reductions_.fetch_add(1, std::memory_order_relaxed);
+    p.applied.push_back(folded);
+    done.push_back(folded);
+    un->second = un->second.subtract(over);
+    if (un->second.empty()) p.unapplied.erase(un);
+  }
+  retire_applied(tree);
 }
 
 void launch_analysis::retire(launched_body& body, bool clean) {

@@ -1,9 +1,10 @@
 // Sub-launches (docs/regions.md): launches made by a launched task's body, analysed on its rank
 // within its regions. Random sub-programs in every piece of a partition (reads, writes,
 // reductions, index launches over aliased windows, a second level of nesting), on ranks a random
-// mapper picks on every rank, against the same programs run sequentially; each rank analysing
-// the sub-launches of the pieces it runs; a parent ending only after its sub-launches; what is
-// refused; and a sub-launch's failure failing its parent.
+// mapper picks on every rank, against the same programs run sequentially; reductions under
+// reducing pieces, folded into theirs; each rank analysing the sub-launches of the pieces it runs;
+// a parent ending only after its sub-launches; what is refused; and a sub-launch's failure
+// failing its parent.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -166,6 +167,55 @@ TEST_P(sub_launches, random_sub_programs_match_their_sequential_execution) {
   });
 }
 
+// A piece's task reducing into its piece: its body reduces too, and its sub-launches reduce into
+// the halves, both windows (an index launch) and, one level further down, the first half again.
+void reduce_piece(const rill::physical_regions& rs, std::size_t, op o) {
+  const piece_regions mine(rs[0].reg);
+  const auto run_op = [](const rill::physical_regions& sub, op x) { (void)apply(sub[0], x); };
+  (void)apply(rs[0], o);
+  for (std::size_t h = 1; h <= 2; ++h) rill::launch(run_op, {requirement_of(mine.all[h], o)}, o);
+  rill::index_launch([](const rill::physical_regions& sub, std::size_t, op x) { (void)apply(sub[0], x); }, mine.windows,
+                     {requirement_of(mine.windows, o)}, o);
+  rill::launch(
+      [](const rill::physical_regions& sub, op x) {
+        const rill::region first = rill::partition_equal(sub[0].reg, 2).subregion(0);
+        rill::launch(
+            +[](const rill::physical_regions& inner, op y) { (void)apply(inner[0], y); }, {requirement_of(first, x)},
+            x);
+      },
+      {requirement_of(mine.all[0], o)}, o);
+}
+
+// What reduce_piece does to the model, for every piece.
+void model_reduce_pieces(model& m, rill::partition by_piece, op o) {
+  for (std::size_t c = 0; c < pieces; ++c) {
+    const piece_regions mine(by_piece.subregion(c));
+    for (std::size_t r : {0, 1, 2, 3, 4}) m.run(o, mine.all[r].space<1>());
+    m.run(o, rill::partition_equal(mine.all[0], 2).subregion(0).space<1>());
+  }
+}
+
+// Sub-launches under a reduction reduce by the same operator; what they reduce is folded into the
+// parent's reduction, which reaches the region after the parent, on top of what was there.
+TEST_P(sub_launches, reductions_under_a_reducing_parent_reach_its_region) {
+  run_checked(GetParam(), [] {
+    map_everywhere(29);
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    const rill::partition by_piece = rill::partition_equal(root, pieces);
+    model m(points);
+    const op first{kind::write_discard, 1, 3};
+    rill::launch([](const rill::physical_regions& rs, op x) { (void)apply(rs[0], x); }, {requirement_of(root, first)},
+                 first);
+    m.run(first, root.space<1>());
+    for (const op o : {op{kind::reduce_sum, 2, 1}, op{kind::reduce_max, 3, 3}, op{kind::reduce_sum, 4, 2}}) {
+      rill::index_launch(reduce_piece, by_piece, {requirement_of(by_piece, o)}, o);
+      model_reduce_pieces(m, by_piece, o);
+    }
+    expect(read_back(root, points) == m.values(), "the final values differ from the sequential program's");
+    map_everywhere(0);
+  });
+}
+
 // Piece c on rank c % ranks: each rank analyses the sub-launches of its pieces, rank 0 only the
 // pieces themselves (and what it runs).
 TEST_P(sub_launches, each_rank_analyses_the_sub_launches_of_the_pieces_it_runs) {
@@ -277,14 +327,34 @@ TEST_P(sub_launches, requirements_beyond_the_parents_are_refused_and_failures_re
     for (std::size_t i = 0; i < 3; ++i)
       expect(says(said[i], "not within the launching task's regions"), "refusal " + std::to_string(i) + ": " + said[i]);
     expect(said[3] == "no error", "a read within the parent's read was refused: " + said[3]);
-    // Nothing under a reduction.
-    const rill::event under_reduce = rill::launch(
-        [](const rill::physical_regions& rs) {
-          rill::launch([](const rill::physical_regions&) {},
-                       {rill::req(rs[0].reg, {fa.id}, rill::reduce_with<sum_op>())});
+    // Under a reduction (of fa over the root, beside reading half 0): only reductions by the same
+    // operator, and none on points the parent reads.
+    rill::promise<std::vector<std::string>> under_reduce;
+    rill::launch(
+        [](const rill::physical_regions& rs, rill::region half, rill::promise<std::vector<std::string>> out) {
+          const auto nothing = [](const rill::physical_regions&) {};
+          const rill::region all = rs[1].reg;
+          std::vector<std::string> said;
+          said.push_back(
+              misuse_of([&] { rill::launch(nothing, {rill::req(half, {fa.id}, rill::reduce_with<max_op>())}); }));
+          said.push_back(
+              misuse_of([&] { rill::launch(nothing, {rill::req(half, {fa.id}, rill::privilege::read_only)}); }));
+          said.push_back(
+              misuse_of([&] { rill::launch(nothing, {rill::req(all, {fa.id}, rill::reduce_with<sum_op>())}); }));
+          said.push_back(
+              misuse_of([&] { rill::launch(nothing, {rill::req(half, {fa.id}, rill::reduce_with<sum_op>())}); }));
+          out.put(std::move(said));
         },
-        {rill::req(root, {fa.id}, rill::reduce_with<sum_op>())});
-    expect(says(poison_of(under_reduce), "not within the launching task's regions"), "a sub-launch under a reduction");
+        {rill::req(halves.subregion(0), {fa.id}, rill::privilege::read_only),
+         rill::req(root, {fa.id}, rill::reduce_with<sum_op>())},
+        halves.subregion(1), under_reduce);
+    const std::vector<std::string> reduce_said = under_reduce.get_future().get();
+    for (std::size_t i = 0; i < 2; ++i)
+      expect(says(reduce_said[i], "not within the launching task's regions"),
+             "under a reduction, refusal " + std::to_string(i) + ": " + reduce_said[i]);
+    expect(says(reduce_said[2], "shares points and fields with the launching task's read_only region"),
+           "a reduction over points the parent reads: " + reduce_said[2]);
+    expect(reduce_said[3] == "no error", "a reduction under the parent's was refused: " + reduce_said[3]);
     // A sub-launch that throws fails its parent, and a later launch of the same data.
     const rill::event failed = rill::launch(
         [](const rill::physical_regions& rs) {
