@@ -324,7 +324,7 @@ void launch_analysis::retire_applied(tree_state& tree) {
     p.applied.push_back(p.ready);
     const event free = merge(p.applied);
     if (tree.spare_folds.size() < max_spare_folds)
-      tree.spare_folds.push_back({p.fold, p.region, p.rank, p.op->id, std::move(p.fields), free});
+      tree.spare_folds.push_back({p.fold, p.made, p.region, p.rank, p.op->id, std::move(p.fields), free});
     else
       p.fold.destroy(free);
     return true;
@@ -518,7 +518,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     }
     const created_instance fold = make_fold(tree, node, fields[i], op, rank);
     waits.push_back(fold.ready);
-    pending_reduction p{fold.inst, &op, node.dims, out.done, {}, {}, node.id, rank, fields[i]};
+    pending_reduction p{fold.inst, fold.ready, &op, node.dims, out.done, {}, {}, node.id, rank, fields[i]};
     for (field_id f : fields[i]) p.unapplied.emplace(f, node.space);
     tree.pending.push_back(std::move(p));
     out.regions[i] = {reqs[i].reg, fold.inst, privilege::reduce, op.id, field_bits(node.fields, fields[i])};

@@ -36,9 +36,10 @@ class launch_analysis final : public rank_module {
   // sub-launches and of the copies that bring what they wrote into its instances (no copies when
   // the body failed).
   event close(launched_body& body, bool failed);
-  // Once that event has triggered: forgets the body's sub-launches, destroying the instances made
-  // for them unless `clean` is false (something failed, and a copy may still run into one).
-  void retire(launched_body& body, bool clean);
+  // Once that event has triggered: forgets the body's sub-launches, and returns the instances
+  // made for them (fold instances included), each with the event of its making, for the body to
+  // destroy.
+  std::vector<std::pair<instance, event>> retire(launched_body& body);
   void set_mapper(std::shared_ptr<mapper> m);
   launch_counts counts() const;
 

@@ -42,6 +42,7 @@ inline constexpr std::size_t no_instance = static_cast<std::size_t>(-1);
 // one operator, so in any order).
 struct pending_reduction {
   instance fold;
+  event made;  // the fold instance exists, holding the operator's identity
   const redop_info* op;
   int dims;
   event ready;  // the reducing task's end
@@ -56,6 +57,7 @@ struct pending_reduction {
 // same rank, by the same operator and fields (a program reduces the same way step after step).
 struct spare_fold {
   instance fold;
+  event made;
   std::uint64_t region;
   int rank;
   std::uint64_t op;

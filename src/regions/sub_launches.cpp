@@ -61,14 +61,24 @@ void launched_body::end(std::exception_ptr error) {
   if (context) {
     launch_analysis& analysis = analysis_here(what);
     const event closed = analysis.close(*this, error != nullptr);
-    bool clean = true;
     try {
       closed.wait();
     } catch (const std::exception&) {
-      clean = false;
       if (!error) error = std::current_exception();  // a sub-launch failed: so does the task
     }
-    analysis.retire(*this, clean);
+    // Nothing made for the sub-launches outlives the task's event. After a failure some may still
+    // run: one that holds an instance keeps its memory until it returns, and one that has not
+    // started fails on finding it gone (its event is merged into the failed ones').
+    std::vector<event> gone;
+    for (auto& [inst, made] : analysis.retire(*this)) {
+      try {
+        made.wait();
+      } catch (const std::exception&) {
+        continue;  // it was never made: the sub-launch that needed it failed with that
+      }
+      gone.push_back(inst.destroy());
+    }
+    merge(gone).wait();
   }
   if (error) std::rethrow_exception(error);
 }
@@ -194,20 +204,21 @@ void launch_analysis::fold_pending(tree_state& tree, const physical_region& held
   retire_applied(tree);
 }
 
-void launch_analysis::retire(launched_body& body, bool clean) {
+std::vector<std::pair<instance, event>> launch_analysis::retire(launched_body& body) {
   turn in_turn(*this);
+  std::vector<std::pair<instance, event>> made;
   for (auto& [root, tree] : body.context->trees) {
     for (tracked_instance& t : tree.instances) {
       if (!t.live || t.borrowed) continue;
       held_[t.rank] -= t.bytes;
-      if (clean) t.inst.destroy();
+      made.emplace_back(t.inst, t.made);
     }
-    if (!clean) continue;
-    for (pending_reduction& p : tree.pending) p.fold.destroy();
-    for (spare_fold& s : tree.spare_folds) s.fold.destroy();
+    for (pending_reduction& p : tree.pending) made.emplace_back(p.fold, p.made);
+    for (spare_fold& s : tree.spare_folds) made.emplace_back(s.fold, s.made);
   }
   ctx_ = &top_;  // (it may still name this context, from the body's last sub-launch)
   body.context.reset();
+  return made;
 }
 
 }  // namespace rill::detail

@@ -363,6 +363,30 @@ TEST_P(sub_launches, requirements_beyond_the_parents_are_refused_and_failures_re
         },
         {rill::req(halves.subregion(1), {fb.id}, rill::privilege::read_write)});
     expect(says(poison_of(failed), "the inner task broke"), "a sub-launch's failure did not reach its parent");
+    // The instances made for a failed parent's sub-launches are gone when it ends: here the fold
+    // instance of a reduction that failed.
+    rill::promise<rill::instance> fold;
+    const rill::event failed_reduction = rill::launch(
+        [](const rill::physical_regions& rs, rill::promise<rill::instance> out) {
+          rill::launch(
+              [](const rill::physical_regions& sub, rill::promise<rill::instance> mine) {
+                mine.put(sub[0].inst);
+                throw std::runtime_error("the reduction broke");
+              },
+              {rill::req(rs[0].reg, {fa.id}, rill::reduce_with<sum_op>())}, out);
+        },
+        {rill::req(halves.subregion(1), {fa.id}, rill::privilege::read_write)}, fold);
+    expect(says(poison_of(failed_reduction), "the reduction broke"), "the failed reduction did not fail its parent");
+    const rill::instance made = fold.get_future().get();
+    rill::promise<std::string> lookup;
+    rill::proc(made.owner())
+        .spawn(
+            [](rill::instance i, rill::promise<std::string> out) {
+              out.put(misuse_of([&] { (void)rill::accessor<std::uint64_t, 1>(i, fa); }));
+            },
+            made, lookup)
+        .wait();
+    expect(says(lookup.get_future().get(), "does not exist"), "a failed parent's fold instance outlived it");
     const rill::event later =
         rill::launch([](const rill::physical_regions&) {}, {rill::req(root, {fb.id}, rill::privilege::read_only)});
     expect(says(poison_of(later), "the inner task broke"), "a launch after a failed parent did not fail");
