@@ -144,6 +144,26 @@ index_space<N> index_space<N>::adopt(std::vector<rect<N>> rects) {
 
 template <int N>
 index_space<N> index_space<N>::canonical(std::vector<rect<N>> disjoint) {
+  // Rects alike in every dimension but 0 (all of a 1-D space's, and most of those padded to 3-D)
+  // can merge only along dimension 0: their canonical form is their maximal runs there, in order,
+  // which one sort and one pass find (the rounds below sort once per dimension each).
+  const auto alike_but_0 = [&](const rect<N>& r) {
+    for (int d = 1; d < N; ++d)
+      if (r.lo[d] != disjoint.front().lo[d] || r.hi[d] != disjoint.front().hi[d]) return false;
+    return true;
+  };
+  if (!disjoint.empty() && std::all_of(disjoint.begin(), disjoint.end(), alike_but_0)) {
+    std::sort(disjoint.begin(), disjoint.end(), [](const rect<N>& a, const rect<N>& b) { return a.lo[0] < b.lo[0]; });
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < disjoint.size(); ++i) {
+      if (kept > 0 && touches(disjoint[kept - 1].hi[0], disjoint[i].lo[0]))
+        disjoint[kept - 1].hi[0] = disjoint[i].hi[0];
+      else
+        disjoint[kept++] = disjoint[i];
+    }
+    disjoint.resize(kept);
+    return adopt(std::move(disjoint));
+  }
   // Two rounds catch what one misses: a merge along a later dimension can line rects up for an
   // earlier one. Further rounds rarely find more, and the form is only needed to be small.
   for (int round = 0; round < 2; ++round) {
