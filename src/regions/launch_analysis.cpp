@@ -134,7 +134,7 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, std::span
         const tracked_instance& t = tree->second.instances[k];
         for (field_id f : fields[i]) {
           auto v = t.valid.find(f);
-          if (v == t.valid.end() || v->second.points.empty()) continue;
+          if (v == t.valid.end() || !v->second.points.bounds().overlaps(node.space.bounds())) continue;
           const index_space<3>& valid = v->second.points;
           const std::size_t points =
               valid.contains(node.space) ? node.space.volume() : valid.intersect(node.space).volume();
@@ -157,13 +157,13 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   // largest makes uses of nested regions converge on one instance, so that the points they share
   // are not copied between two instances on one rank step after step.
   std::size_t best = no_instance, best_volume = 0;
-  tree.for_each_meeting(path, [&](node_state& s) {
+  tree.for_each_meeting_holding(path, [&](node_state& s, bool holds) {
+    if (!holds) return;
     auto here = std::find_if(s.instances.begin(), s.instances.end(),
                              [&](std::size_t k) { return tree.instances[k].rank == rank; });
     if (here == s.instances.end()) return;
     const std::size_t volume = s.space.volume();
-    if ((best == no_instance || volume > best_volume) && s.space.contains(node.space))
-      best = *here, best_volume = volume;
+    if (best == no_instance || volume > best_volume) best = *here, best_volume = volume;
   });
   // (An empty region meets nothing: any instance of an ancestor holds it.)
   for (auto up = path.rbegin(); up != path.rend() && node.space.empty() && best == no_instance; ++up)

@@ -29,18 +29,21 @@ node_state* tree_state::find(std::uint64_t id) {
   return it == nodes_.end() ? nullptr : &it->second;
 }
 
-const std::vector<node_state*>& tree_state::meeting(const region_path& path) {
+const tree_state::meeting_list& tree_state::meeting(const region_path& path) {
   const std::uint64_t id = path.back()->id;
-  if (last_ && last_region_ == id && last_->generation == generation_) return last_->nodes;
+  if (last_ && last_region_ == id && last_->generation == generation_) return *last_;
   meeting_list& m = meeting_[id];
   if (m.generation != generation_) {
     m.nodes.clear();
     collect_meeting(path, m.nodes);
+    const index_space<3>& space = path.back()->space;
+    m.holds.clear();
+    for (const node_state* n : m.nodes) m.holds.push_back(n->space.contains(space));
     m.generation = generation_;
   }
   last_region_ = id;
   last_ = &m;
-  return m.nodes;
+  return m;
 }
 
 void tree_state::collect_meeting(const region_path& path, std::vector<node_state*>& out) {

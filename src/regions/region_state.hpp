@@ -141,7 +141,14 @@ class tree_state {
   // of `path`.
   template <class F>
   void for_each_meeting(const region_path& path, F&& f) {
-    for (node_state* n : meeting(path)) f(*n);
+    for (node_state* n : meeting(path).nodes) f(*n);
+  }
+  // The same, with whether each region's points hold all of the region at the end of `path`
+  // (an instance made for it holds that region's data): f(node_state&, bool).
+  template <class F>
+  void for_each_meeting_holding(const region_path& path, F&& f) {
+    const meeting_list& m = meeting(path);
+    for (std::size_t i = 0; i < m.nodes.size(); ++i) f(*m.nodes[i], m.holds[i]);
   }
 
   // Drops the uses of region `id` and below whose fields are all in `fields` (sorted): a write of
@@ -165,17 +172,18 @@ class tree_state {
 
  private:
   // The regions with state meeting the one at the end of `path`, in the order for_each_meeting
-  // visits them. A launch asks several times for each of its regions, and a program launches on
-  // the same regions again and again, so the list is kept until a node is made (none is ever
-  // removed, and a node's space never changes).
-  const std::vector<node_state*>& meeting(const region_path& path);
-  void collect_meeting(const region_path& path, std::vector<node_state*>& out);
-  void collect_subtree(std::uint64_t id, const index_space<3>& space, bool inside, std::vector<node_state*>& out);
-
+  // visits them, and whether each holds all its points. A launch asks several times for each of
+  // its regions, and a program launches on the same regions again and again, so the list is kept
+  // until a node is made (none is ever removed, and a node's space never changes).
   struct meeting_list {
     std::uint64_t generation = 0;
     std::vector<node_state*> nodes;
+    std::vector<bool> holds;
   };
+  const meeting_list& meeting(const region_path& path);
+  void collect_meeting(const region_path& path, std::vector<node_state*>& out);
+  void collect_subtree(std::uint64_t id, const index_space<3>& space, bool inside, std::vector<node_state*>& out);
+
   std::unordered_map<std::uint64_t, node_state> nodes_;      // by region id
   std::uint64_t generation_ = 1;                             // bumped when a node is made
   std::unordered_map<std::uint64_t, meeting_list> meeting_;  // by region id
