@@ -214,12 +214,12 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       valid_points& mine = to.valid[f];
       // After what `home` was last given too (a reduction applied by a launch this one need not
       // wait for may still be landing there).
-      small_vector<event, 8> pre{after, from.made, to.made, v->second.ready, mine.ready, mine.read};
+      small_vector<event, 8> pre{after, from.made, to.made, v->second.ready, mine.ready, take_reads(mine)};
       for (const conflict& c : earlier)
         if (tree_state::spaces_meet(c.at->space, over)) pre.push_back(c.done);
       const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {}, merge(pre), what);
       note_use(tree, k, copied);
-      v->second.read = merge(v->second.read, copied);
+      note_read(v->second, copied);
       copies_.fetch_add(1, std::memory_order_relaxed);
       bytes_copied_.fetch_add(over.volume() * node.fields.bytes_of(f), std::memory_order_relaxed);
       mine.points = mine.points.unite(over);
@@ -295,7 +295,7 @@ void launch_analysis::apply_pending(tree_state& tree, const region_path& path, s
     tracked_instance& to = tree.instances[home];
     valid_points& v = to.valid[f];
     const event applied = transfer_padded(p.fold, {f}, to.inst, {f}, &over, p.dims, p.op->apply,
-                                          merge(p.ready, to.made, v.ready, v.read), what);
+                                          merge(p.ready, to.made, v.ready, take_reads(v)), what);
     reductions_.fetch_add(1, std::memory_order_relaxed);
     v.ready = merge(v.ready, applied);
     p.applied.push_back(applied);

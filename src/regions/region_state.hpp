@@ -70,11 +70,27 @@ struct spare_fold {
 struct valid_points {
   index_space<3> points;
   event ready = event::none();
-  // The copies out of the instance's field: whatever writes into it next waits for them. (The
-  // launch that asked for such a copy may commute with the one that writes, a reduction by the
-  // same operator as one pending there, so waiting for conflicting launches does not cover it.)
-  event read = event::none();
+  // The copies out of the instance's field since the last copy or application into it: the next
+  // one waits for them, and whatever writes after it waits for it (through `ready`). (The launch
+  // that asked for such a copy may commute with the one that writes, a reduction by the same
+  // operator as one pending there, so waiting for conflicting launches does not cover it.)
+  std::vector<event> reads;
 };
+
+// Notes a copy out of v (merged now and then: a field read step after step and written rarely).
+inline void note_read(valid_points& v, event copied) {
+  constexpr std::size_t merged_every = 16;
+  v.reads.push_back(copied);
+  if (v.reads.size() >= merged_every) v.reads.assign(1, merge(v.reads));
+}
+
+// The copies out of v that a copy or application into it must wait for, forgotten: it becomes
+// part of v.ready, which every later one waits for.
+inline event take_reads(valid_points& v) {
+  const event all = merge(v.reads);
+  v.reads.clear();
+  return all;
+}
 
 // `e`, or none once it has triggered without failing, which is remembered: a later launch's
 // merge need not ask for it again (an instance's making and copies are waited for by every launch
