@@ -528,15 +528,15 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   // (A relaxed one does not wait for the uses it may run before, so they stay.)
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     tree_state& tree = *trees[i];
-    if (overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive)
-      tree.drop_covered(paths[i]->back()->id, fields[i]);
+    node_state& at = tree.at(*paths[i]);
+    if (overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive) tree.drop_covered(at, fields[i]);
     if (homes[i] != no_instance) note_use(tree, homes[i], out.done);
-    record_use(tree.at(*paths[i]), {{fields[i].begin(), fields[i].end()},
-                                    reqs[i].priv,
-                                    reqs[i].coh,
-                                    homes[i],
-                                    out.done,
-                                    reqs[i].redop ? reqs[i].redop->id : 0});
+    record_use(at, {{fields[i].begin(), fields[i].end()},
+                    reqs[i].priv,
+                    reqs[i].coh,
+                    homes[i],
+                    out.done,
+                    reqs[i].redop ? reqs[i].redop->id : 0});
   }
   out.pre = merge(waits);
   // Atomic uses hold their instances' reservations from the start of the task to its end, taken

@@ -72,14 +72,13 @@ void tree_state::collect_subtree(std::uint64_t id, const index_space<3>& space, 
     for (auto& [color, child] : used.child_of_color) collect_subtree(child, space, inside, out);
 }
 
-void tree_state::drop_covered(std::uint64_t id, const std::vector<field_id>& fields) {
-  node_state* n = find(id);
-  if (!n) return;
-  std::erase_if(n->users, [&](const region_user& u) {
+void tree_state::drop_covered(node_state& n, const std::vector<field_id>& fields) {
+  std::erase_if(n.users, [&](const region_user& u) {
     return std::includes(fields.begin(), fields.end(), u.fields.begin(), u.fields.end());
   });
-  for (auto& [partition_id, used] : n->below)
-    for (auto& [color, child] : used.child_of_color) drop_covered(child, fields);
+  for (auto& [partition_id, used] : n.below)
+    for (auto& [color, child] : used.child_of_color)
+      if (node_state* below = find(child)) drop_covered(*below, fields);
 }
 
 void tree_state::drop_finished(node_state& n) {

@@ -167,9 +167,9 @@ class tree_state {
     for (std::size_t i = 0; i < m.nodes.size(); ++i) f(*m.nodes[i], m.holds[i]);
   }
 
-  // Drops the uses of region `id` and below whose fields are all in `fields` (sorted): a write of
+  // Drops the uses of region n and below whose fields are all in `fields` (sorted): a write of
   // them there waits for those uses, and whoever conflicts with them conflicts with it.
-  void drop_covered(std::uint64_t id, const std::vector<field_id>& fields);
+  void drop_covered(node_state& n, const std::vector<field_id>& fields);
 
   static bool spaces_meet(const index_space<3>& a, const index_space<3>& b);
   // Drops n's uses that finished without failing (a failed one stays, so that its poison reaches
