@@ -284,28 +284,18 @@ void launch_analysis::make_only_valid(tree_state& tree, const region_path& path,
 
 void launch_analysis::apply_pending(tree_state& tree, const region_path& path, std::size_t home, field_id f,
                                     std::uint64_t except_op) {
-  const region_node& node = *path.back();
-  index_space<3> reduced;  // the points applied to `home`
-  for (pending_reduction& p : tree.pending) {
-    auto un = p.unapplied.find(f);
-    if (p.op->id == except_op || un == p.unapplied.end() || !un->second.bounds().overlaps(node.space.bounds()))
-      continue;
-    const index_space<3> over = un->second.intersect(node.space);
-    if (over.empty()) continue;
-    tracked_instance& to = tree.instances[home];
-    valid_points& v = to.valid[f];
-    const event applied = transfer_padded(p.fold, {f}, to.inst, {f}, &over, p.dims, p.op->apply,
-                                          merge(p.ready, to.made, v.ready, take_reads(v)), what);
-    reductions_.fetch_add(1, std::memory_order_relaxed);
-    v.ready = merge(v.ready, applied);
-    p.applied.push_back(applied);
-    un->second = un->second.subtract(over);
-    if (un->second.empty()) p.unapplied.erase(un);
-    reduced = reduced.unite(over);
-  }
+  const index_space<3> reduced = apply_unapplied(
+      tree, f, path.back()->space, [&](const pending_reduction& p) { return p.op->id != except_op; },
+      [&](const pending_reduction& p, const index_space<3>& over) {
+        tracked_instance& to = tree.instances[home];
+        valid_points& v = to.valid[f];
+        const event applied = transfer_padded(p.fold, {f}, to.inst, {f}, &over, p.dims, p.op->apply,
+                                              merge(p.ready, to.made, v.ready, take_reads(v)), what);
+        v.ready = merge(v.ready, applied);
+        return applied;
+      });
   // The reduced points are newer in `home` than wherever else they were valid.
   if (!reduced.empty()) make_only_valid(tree, path, home, f, reduced);
-  retire_applied(tree);
 }
 
 void launch_analysis::discard_pending(tree_state& tree, const index_space<3>& space, field_id f) {

@@ -64,9 +64,6 @@ class launch_analysis final : public rank_module {
   launch_context& caller_context();
   // A launched task's context starts with its instances holding valid data for its regions and fields.
   void adopt_parent(launch_context& ctx);
-  // Folds into the fold instance of a launched task's reduce region `held` what its sub-launches
-  // reduced into field f there, adding the folds' events to `done`.
-  void fold_pending(tree_state& tree, const physical_region& held, field_id f, small_vector<event, 8>& done);
   // Refuses a sub-launch's requirement that asks for points, fields or a privilege its parent
   // task does not have.
   void check_within_parent(const launched_body& parent, const requirement& r, const region_node& node,
@@ -101,6 +98,12 @@ class launch_analysis final : public rank_module {
   // Applies to `home` the pending reductions of field f over the region at the end of `path`
   // (but those with operator `except_op`), once `home` holds those points' data.
   void apply_pending(tree_state& tree, const region_path& path, std::size_t home, field_id f, std::uint64_t except_op);
+  // For each pending reduction of field f that take(p) accepts, the points of `space` it has not
+  // been applied to yet: issue(p, points) applies them somewhere and returns the event, recorded
+  // as one of p's applications. Returns the union of those points; retires the reductions then
+  // applied everywhere. (Pending reductions reach an instance's data, or a parent's fold, this way.)
+  template <class Take, class Issue>
+  index_space<3> apply_unapplied(tree_state& tree, field_id f, const index_space<3>& space, Take&& take, Issue&& issue);
   // Forgets the pending reductions of field f over `space`: a write_discard replaces them.
   void discard_pending(tree_state& tree, const index_space<3>& space, field_id f);
   // Destroys instances on `rank` until `needed` more bytes fit in the budget there, least recently
@@ -132,6 +135,25 @@ class launch_analysis final : public rank_module {
   std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0}, reductions_{0},
       collected_{0};
 };
+
+template <class Take, class Issue>
+index_space<3> launch_analysis::apply_unapplied(tree_state& tree, field_id f, const index_space<3>& space, Take&& take,
+                                                Issue&& issue) {
+  index_space<3> applied;
+  for (pending_reduction& p : tree.pending) {
+    auto un = p.unapplied.find(f);
+    if (un == p.unapplied.end() || !take(p) || !un->second.bounds().overlaps(space.bounds())) continue;
+    const index_space<3> over = un->second.intersect(space);
+    if (over.empty()) continue;
+    p.applied.push_back(issue(p, over));
+    reductions_.fetch_add(1, std::memory_order_relaxed);
+    un->second = un->second.subtract(over);
+    if (un->second.empty()) p.unapplied.erase(un);
+    applied = applied.unite(over);
+  }
+  retire_applied(tree);
+  return applied;
+}
 
 inline launch_analysis& analysis_here(const char* what) { return current_module<launch_analysis>(what); }
 

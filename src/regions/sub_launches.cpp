@@ -172,7 +172,14 @@ event launch_analysis::close(launched_body& body, bool failed) {
     const region_path& path = path_to(held.reg);
     tree_state& tree = ctx.trees[path.back()->root];
     if (held.priv == privilege::reduce) {
-      for_each_field(*path.back(), held.field_bits, [&](field_id f) { fold_pending(tree, held, f, done); });
+      for_each_field(*path.back(), held.field_bits, [&](field_id f) {
+        (void)apply_unapplied(
+            tree, f, path.back()->space, [&](const pending_reduction& p) { return p.op->id == held.redop; },
+            [&](const pending_reduction& p, const index_space<3>& over) {
+              done.push_back(transfer_padded(p.fold, {f}, held.inst, {f}, &over, p.dims, p.op->fold, p.ready, what));
+              return done.back();
+            });
+      });
       continue;
     }
     const std::size_t home = index_of(tree, held.inst);
@@ -184,24 +191,6 @@ event launch_analysis::close(launched_body& body, bool failed) {
   }
   ctx_ = &top_;
   return merge(done);
-}
-
-void launch_analysis::fold_pending(tree_state& tree, const physical_region& held, field_id f,
-                                   small_vector<event, 8>& done) {
-  const region_node& node = *path_to(held.reg).back();
-  for (pending_reduction& p : tree.pending) {
-    auto un = p.unapplied.find(f);
-    if (p.op->id != held.redop || un == p.unapplied.end()) continue;
-    const index_space<3> over = un->second.intersect(node.space);
-    if (over.empty()) continue;
-    const event folded = transfer_padded(p.fold, {f}, held.inst, {f}, &over, p.dims, p.op->fold, p.ready, what);
-    reductions_.fetch_add(1, std::memory_order_relaxed);
-    p.applied.push_back(folded);
-    done.push_back(folded);
-    un->second = un->second.subtract(over);
-    if (un->second.empty()) p.unapplied.erase(un);
-  }
-  retire_applied(tree);
 }
 
 std::vector<std::pair<instance, event>> launch_analysis::retire(launched_body& body) {
