@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/demangle.hpp"
+#include "common/hash_mix.hpp"
 #include "common/log.hpp"
 #include "sync/sync_module.hpp"
 
@@ -50,13 +51,6 @@ constexpr const char* same_calls =
 
 // Finished collectives of a team remembered with their signatures after all before them finished.
 constexpr std::size_t recent_finished = 64;
-
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 }  // namespace
 
@@ -195,7 +189,7 @@ std::shared_ptr<const team_info> team_find(std::uint64_t id, const char* what) {
 void team_add(std::shared_ptr<const team_info> info) { sync_here("rill::team::split").teams().add(std::move(info)); }
 
 std::uint64_t team_child_id(std::uint64_t parent, std::uint64_t seq, int color) {
-  std::uint64_t id = mix(mix(mix(parent) ^ seq) ^ static_cast<std::uint32_t>(color));
+  std::uint64_t id = hash_mix(hash_mix(hash_mix(parent) ^ seq) ^ static_cast<std::uint32_t>(color));
   if (id == no_team_id || id == world_team_id) id += 2;
   return id;
 }
