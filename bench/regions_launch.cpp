@@ -15,11 +15,15 @@
 //                  task issuing the L index launches over its share of the subregions, analysed
 //                  on its rank (so every rank analyses at once); tasks/s against the same peer.
 //
+// Run with --rill:launch-memo=off, every point is analysed (the cases end in `_no_memo`); by
+// default the launches after the first two repeat their points' remembered analyses.
+//
 // Points run where the default mapper puts them: color % ranks on the first launch, then where
 // their data is valid (the same rank); a block's sub-launches run where its instance is.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common.hpp"
@@ -114,9 +118,11 @@ int main(int argc, char** argv) {
     (void)spawn_round(colors, 1);
     (void)nested_round(blocks, block_cells, 1);
 
-    bench::result rate{"REGIONS", "launch", "point tasks per second", "tasks/s", true, {}, "proc::spawn", {}};
+    // With --rill:launch-memo=off every point is analysed (the cases are named so).
+    const std::string off = rt.options().launch_memo ? "" : "_no_memo";
+    bench::result rate{"REGIONS", "launch" + off, "point tasks per second", "tasks/s", true, {}, "proc::spawn", {}};
     bench::result growth{"REGIONS",
-                         "launch_analysis",
+                         "launch_analysis" + off,
                          "issue time per point task, later half of the launches / earlier half",
                          "ratio",
                          false,
@@ -124,7 +130,7 @@ int main(int argc, char** argv) {
                          "",
                          {}};
     bench::result nested{"REGIONS",
-                         "launch_nested",
+                         "launch_nested" + off,
                          "point tasks per second, issued as sub-launches",
                          "tasks/s",
                          true,

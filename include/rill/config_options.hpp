@@ -105,7 +105,10 @@
   X(regions, "instance-budget", instance_budget, std::size_t, 0, bytes(0, std::size_t{1} << 50), "no budget",         \
     per_rank,                                                                                                         \
     "the most bytes of instances the launches a rank issues keep on each rank; beyond it, making one destroys "       \
-    "instances whose data is valid elsewhere too, least recently used first (0 = keep every instance)")
+    "instances whose data is valid elsewhere too, least recently used first (0 = keep every instance)")          \
+  X(regions, "launch-memo", launch_memo, bool, true, on_off, from_config, per_rank,                                  \
+    "remember each launch's analysis and repeat it when the same launch finds its regions as it left them "          \
+    "(off: analyse every launch, see docs/regions.md)")
 
 #define RILL_RUNTIME_OPTIONS(X)                                                                                       \
   X(runtime, "log", log, std::string, "warn", log_levels, from_config, per_rank,                                      \

@@ -208,6 +208,7 @@ void set_mapper(std::shared_ptr<mapper> m);
 // What the calling rank's launches have done so far.
 struct launch_counts {
   std::uint64_t launches = 0;             // tasks launched (points of index launches each count)
+  std::uint64_t launches_repeated = 0;    // of them, planned as a remembered analysis (--rill:launch-memo)
   std::uint64_t instances_made = 0;       // instances made for them
   std::uint64_t copies = 0;               // copies issued to bring data where a task runs
   std::uint64_t bytes_copied = 0;         // bytes those copies move

@@ -59,7 +59,8 @@ bool replicated(const tree_state& tree, std::size_t k) {
 
 }  // namespace
 
-launch_analysis::launch_analysis(const rill::config& cfg) : rank_module("regions"), budget_(cfg.instance_budget) {}
+launch_analysis::launch_analysis(const rill::config& cfg)
+    : rank_module("regions"), budget_(cfg.instance_budget), memo_(cfg.launch_memo) {}
 
 launch_analysis::turn::turn(launch_analysis& a) : a_(a) {
   user_event mine;
@@ -95,13 +96,14 @@ void launch_analysis::set_mapper(std::shared_ptr<mapper> m) {
 }
 
 launch_counts launch_analysis::counts() const {
-  return {launches_.load(),     instances_made_.load(), copies_.load(),
-          bytes_copied_.load(), reductions_.load(),     collected_.load()};
+  return {launches_.load(),     repeated_.load(),   instances_made_.load(), copies_.load(),
+          bytes_copied_.load(), reductions_.load(), collected_.load()};
 }
 
 void launch_analysis::report_counters(counter_report& out) {
   const launch_counts c = counts();
   out.add("launches", c.launches);
+  out.add("launches_repeated", c.launches_repeated);
   out.add("launch_instances_made", c.instances_made);
   out.add("launch_copies", c.copies);
   out.add("launch_bytes_copied", c.bytes_copied);
@@ -194,6 +196,7 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   tree.instances.push_back(std::move(t));
   const std::size_t k = tree.instances.size() - 1;
   tree.at(path).instances.push_back(k);
+  tree.note_change();
   return k;
 }
 
@@ -224,6 +227,7 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       bytes_copied_.fetch_add(over.volume() * node.fields.bytes_of(f), std::memory_order_relaxed);
       mine.points = mine.points.unite(over);
       mine.ready = merge(mine.ready, copied);
+      tree.note_change();
       missing = missing.subtract(over);
     }
   });
@@ -264,6 +268,7 @@ void launch_analysis::collect(int rank, std::size_t needed) {
     t.live = false;
     held -= t.bytes;
     if (node_state* n = c.tree->find(t.region)) std::erase(n->instances, c.k);
+    c.tree->note_change();
     collected_.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -271,13 +276,19 @@ void launch_analysis::collect(int rank, std::size_t needed) {
 void launch_analysis::make_only_valid(tree_state& tree, const region_path& path, std::size_t home, field_id f,
                                       const index_space<3>& points) {
   valid_points& mine = tree.instances[home].valid[f];
-  if (!mine.points.contains(points)) mine.points = mine.points.unite(points);
+  if (!mine.points.contains(points)) {
+    mine.points = mine.points.unite(points);
+    tree.note_change();
+  }
   tree.for_each_meeting(path, [&](node_state& s) {
     for (std::size_t k : s.instances) {
       if (k == home) continue;
       auto v = tree.instances[k].valid.find(f);
-      if (v != tree.instances[k].valid.end() && v->second.points.bounds().overlaps(points.bounds()))
-        v->second.points = v->second.points.subtract(points);
+      if (v == tree.instances[k].valid.end() || !v->second.points.bounds().overlaps(points.bounds())) continue;
+      index_space<3> left = v->second.points.subtract(points);
+      if (left.volume() == v->second.points.volume()) continue;
+      v->second.points = std::move(left);
+      tree.note_change();
     }
   });
 }
@@ -304,6 +315,7 @@ void launch_analysis::discard_pending(tree_state& tree, const index_space<3>& sp
     if (un == p.unapplied.end() || !un->second.bounds().overlaps(space.bounds())) continue;
     un->second = un->second.subtract(space);
     if (un->second.empty()) p.unapplied.erase(un);
+    tree.note_change();
   }
   retire_applied(tree);
 }
@@ -379,7 +391,8 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
       throw misuse_error(fmt::format("{}: a requirement on a partition belongs in an index launch", what));
   turn in_turn(*this);
   caller_context();
-  return plan_point(reqs, sorted_fields(reqs), after, -1, travels);
+  const std::vector<std::vector<field_id>> fields = sorted_fields(reqs);
+  return plan_point(reqs, fields, after, -1, travels, shape_of(reqs, fields));
 }
 
 event launch_analysis::plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
@@ -394,6 +407,7 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
   turn in_turn(*this);
   caller_context();
   const std::vector<std::vector<field_id>> fields = sorted_fields(reqs);
+  const std::uint32_t shape = shape_of(reqs, fields);
   std::vector<requirement> point_reqs = reqs;
   for (requirement& r : point_reqs) r.part = partition();
   std::vector<event> points;
@@ -401,7 +415,7 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
   for (std::size_t c = 0; c < over.colors(); ++c) {
     for (std::size_t i = 0; i < reqs.size(); ++i)
       if (reqs[i].part.exists()) point_reqs[i].reg = reqs[i].part.subregion(c);
-    launch_plan plan = plan_point(point_reqs, fields, after, static_cast<std::int64_t>(c), travels);
+    launch_plan plan = plan_point(point_reqs, fields, after, static_cast<std::int64_t>(c), travels, shape);
     points.push_back(plan.done);
     spawn(plan, c);
   }
@@ -410,8 +424,16 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
 
 launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
                                         const std::vector<std::vector<field_id>>& fields, event after,
-                                        std::int64_t color, bool travels) {
+                                        std::int64_t color, bool travels, std::uint32_t shape) {
   ++clock_;
+  memo_key key;
+  if (shape != 0) {
+    key.shape = shape;
+    key.color = color;
+    for (const requirement& r : reqs) key.regions.push_back(r.reg.id());
+    if (const launch_memo* m = ctx_->memos.find(key))
+      if (std::optional<launch_plan> again = repeat(*m, after, travels)) return std::move(*again);
+  }
   small_vector<const region_path*> paths;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     paths.push_back(&path_to(reqs[i].reg));
@@ -429,6 +451,15 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
   small_vector<tree_state*> trees;  // each requirement's
   for (const region_path* path : paths) trees.push_back(&ctx_->trees[path->back()->root]);
+  // What the analysis finds, to be remembered if it leaves the data where it is.
+  launch_memo memo;
+  bool remember = shape != 0;
+  for (tree_state* t : trees) {
+    if (!t->pending.empty()) remember = false;
+    if (std::none_of(memo.trees.begin(), memo.trees.end(),
+                     [&](const launch_memo::tree_seen& s) { return s.tree == t; }))
+      memo.trees.push_back({t, t->uses_hash(), t->changes()});
+  }
   // The instance of each requirement on that rank (coherence relaxes order only within one).
   // (A reduction folds into an instance of its own.)
   small_vector<std::size_t> homes;
@@ -456,7 +487,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   small_vector<small_vector<conflict>> earlier(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i)
     trees[i]->for_each_meeting(*paths[i], [&](node_state& s) {
-      tree_state::drop_finished(s);  // (the only pass over uses: the others look at instances)
+      trees[i]->drop_finished(s);  // (the only pass over uses: the others look at instances)
       for (const region_user& u : s.users) {
         if (!conflicts(u, reqs[i], fields[i])) continue;
         if (reqs[i].coh != coherence::exclusive && u.coh == reqs[i].coh && homes[i] != no_instance &&
@@ -464,6 +495,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
           continue;
         waits.push_back(u.done);
         earlier[i].push_back({&s, u.done});
+        if (remember) memo.waits.push_back({&s, {u.fields, u.priv, u.coh, u.instance, event::none(), u.redop}});
       }
     });
 
@@ -519,14 +551,14 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     tree_state& tree = *trees[i];
     node_state& at = tree.at(*paths[i]);
-    if (overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive) tree.drop_covered(at, fields[i]);
+    const bool overwrite = overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive;
+    if (overwrite) tree.drop_covered(at, fields[i]);
     if (homes[i] != no_instance) note_use(tree, homes[i], out.done);
-    record_use(at, {{fields[i].begin(), fields[i].end()},
-                    reqs[i].priv,
-                    reqs[i].coh,
-                    homes[i],
-                    out.done,
-                    reqs[i].redop ? reqs[i].redop->id : 0});
+    region_user use{{fields[i].begin(), fields[i].end()}, reqs[i].priv, reqs[i].coh, homes[i], out.done,
+                    reqs[i].redop ? reqs[i].redop->id : 0};
+    if (remember)
+      memo.uses.push_back({&tree, &at, {use.fields, use.priv, use.coh, use.instance, {}, use.redop}, overwrite});
+    tree.record_use(at, std::move(use));
   }
   out.pre = merge(waits);
   // Atomic uses hold their instances' reservations from the start of the task to its end, taken
@@ -544,23 +576,64 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   for (const reservation& r : locks) r.release(out.done);
   launches_.fetch_add(1, std::memory_order_relaxed);
   if (ctx_->parent) note_child(*ctx_, out.done);
+  // Remembered if it changed nothing but uses (a new region's state, an instance, a copy, a
+  // dropped finished use, a pending reduction: the next launch would not find what it found).
+  if (remember && std::all_of(memo.trees.begin(), memo.trees.end(), [](const launch_memo::tree_seen& t) {
+        return t.tree->changes() == t.changes && t.tree->pending.empty();
+      })) {
+    memo.rank = rank;
+    memo.regions = out.regions;
+    memo.locks = std::move(locks);
+    ctx_->memos.remember(key, std::move(memo));
+  }
   return out;
 }
 
-void launch_analysis::record_use(node_state& n, region_user use) {
-  // Uses that commute with each other (reads; reductions by one operator; relaxed uses of one
-  // instance) are one use to whoever comes later: kept as one, with the merge of their events, a
-  // region read step after step and never written keeps one use, not one per step.
-  const bool commutes = use.priv == privilege::read_only || use.priv == privilege::reduce ||
-                        (use.coh != coherence::exclusive && use.instance != no_instance);
-  if (commutes)
-    for (region_user& u : n.users)
-      if (u.priv == use.priv && u.coh == use.coh && u.instance == use.instance && u.redop == use.redop &&
-          u.fields == use.fields) {
-        u.done = merge(u.done, use.done);
-        return;
-      }
-  n.users.push_back(std::move(use));
+std::optional<launch_plan> launch_analysis::repeat(const launch_memo& m, event after, bool travels) {
+  for (const launch_memo::tree_seen& t : m.trees)
+    if (t.tree->uses_hash() != t.uses_hash || t.tree->changes() != t.changes || !t.tree->pending.empty())
+      return std::nullopt;
+  if (!travels && m.rank != rank_me()) return std::nullopt;  // (refused by the analysis)
+  small_vector<event, 8> waits{after};
+  for (const launch_memo::waited& w : m.waits) {
+    const std::size_t before = waits.size();
+    for (const region_user& u : w.at->users)
+      if (same_shape(u, w.shape)) waits.push_back(u.done);
+    if (waits.size() == before) return std::nullopt;  // (only if two states' uses hashed alike)
+  }
+  // Its instances' making and the copies into them (none since: the tree's changes would count them).
+  for (const launch_memo::own_use& u : m.uses) {
+    tracked_instance& t = u.tree->instances[u.use.instance];
+    waits.push_back(unless_done(t.made));
+    for (field_id f : u.use.fields) waits.push_back(unless_done(t.valid[f].ready));
+  }
+  launch_plan out{m.rank, event::none(), m.regions, spawn_event(m.rank)};
+  for (const launch_memo::own_use& u : m.uses) {
+    if (u.overwrites) u.tree->drop_covered(*u.at, as_span(u.use.fields));
+    region_user use = u.use;
+    use.done = out.done;
+    u.tree->record_use(*u.at, std::move(use));
+  }
+  out.pre = merge(waits);
+  for (const reservation& r : m.locks) out.pre = r.acquire(out.pre);
+  for (const reservation& r : m.locks) r.release(out.done);
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  repeated_.fetch_add(1, std::memory_order_relaxed);
+  if (ctx_->parent) note_child(*ctx_, out.done);
+  return out;
+}
+
+std::uint32_t launch_analysis::shape_of(const std::vector<requirement>& reqs,
+                                        const std::vector<std::vector<field_id>>& fields) {
+  if (!memo_ || mapper_ || budget_ > 0) return 0;
+  std::vector<std::uint64_t> shape;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].priv == privilege::reduce) return 0;
+    shape.push_back(static_cast<std::uint64_t>(reqs[i].priv) | static_cast<std::uint64_t>(reqs[i].coh) << 8 |
+                    std::uint64_t{fields[i].size()} << 16);
+    shape.insert(shape.end(), fields[i].begin(), fields[i].end());
+  }
+  return shapes_.try_emplace(std::move(shape), static_cast<std::uint32_t>(shapes_.size() + 1)).first->second;
 }
 
 launch_plan plan_launch(const std::vector<requirement>& reqs, event after, bool travels) {

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -73,9 +75,16 @@ class launch_analysis final : public rank_module {
   static std::vector<std::vector<field_id>> sorted_fields(const std::vector<requirement>& reqs);
   // Refuses fields of r that are not in its region, or whose size is not its reduction's.
   static void check_fields(const requirement& r, const region_node& node, const std::vector<field_id>& fields);
-  // A task's analysis, in turn: `reqs` name regions, `fields` are theirs sorted and checked.
+  // A task's analysis, in turn: `reqs` name regions, `fields` are theirs sorted and checked,
+  // `shape` is shape_of theirs. A launch analysed before is repeated if it may be.
   launch_plan plan_point(const std::vector<requirement>& reqs, const std::vector<std::vector<field_id>>& fields,
-                         event after, std::int64_t color, bool travels);
+                         event after, std::int64_t color, bool travels, std::uint32_t shape);
+  // The requirements' privileges, coherences, operators and fields as a number, the same for the
+  // same ones (a remembered analysis's key); 0 when launches with them are not remembered
+  // (a reduction, a program's mapper, an instance budget, --rill:launch-memo=off).
+  std::uint32_t shape_of(const std::vector<requirement>& reqs, const std::vector<std::vector<field_id>>& fields);
+  // Plans a launch as remembered, if the state is as the remembered analysis found it.
+  std::optional<launch_plan> repeat(const launch_memo& m, event after, bool travels);
   // The nodes from the root of r's tree down to r, kept once made (nodes never change), so that a
   // launch on a region seen before takes no lock of the forest and copies no node pointer.
   const region_path& path_to(region r);
@@ -90,8 +99,6 @@ class launch_analysis final : public rank_module {
   // whoever read the points where they are copied to).
   void bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
                 std::span<const conflict> earlier);
-  // Records a use at a region, merged into an earlier one it commutes with.
-  static void record_use(node_state& n, region_user use);
   // Makes instance `home` the only one holding field f of `points` valid.
   void make_only_valid(tree_state& tree, const region_path& path, std::size_t home, field_id f,
                        const index_space<3>& points);
@@ -122,18 +129,20 @@ class launch_analysis final : public rank_module {
                                     const redop_info& op, int rank);
 
   std::mutex turns_lock_;
-  bool turn_taken_ = false;                               // under turns_lock_
-  std::deque<user_event> waiting_turns_;                  // under turns_lock_
-  std::shared_ptr<mapper> mapper_;                        // in turns
-  launch_context top_;                                    // launches made outside launched tasks, in turns
-  launch_context* ctx_ = &top_;                           // the caller's, in a turn
-  std::unordered_map<std::uint64_t, region_path> paths_;  // by region id, in turns
-  std::vector<std::size_t> valid_bytes_;                  // choose_rank's, by rank, in turns
-  const std::size_t budget_;                              // bytes per rank, 0: none
-  std::unordered_map<int, std::size_t> held_;             // bytes of live instances by rank, in turns
-  std::uint64_t clock_ = 0;                               // launches analysed, in turns
-  std::atomic<std::uint64_t> launches_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0}, reductions_{0},
-      collected_{0};
+  bool turn_taken_ = false;                                     // under turns_lock_
+  std::deque<user_event> waiting_turns_;                        // under turns_lock_
+  std::shared_ptr<mapper> mapper_;                              // in turns
+  launch_context top_;                                          // launches made outside launched tasks, in turns
+  launch_context* ctx_ = &top_;                                 // the caller's, in a turn
+  std::unordered_map<std::uint64_t, region_path> paths_;        // by region id, in turns
+  std::vector<std::size_t> valid_bytes_;                        // choose_rank's, by rank, in turns
+  const std::size_t budget_;                                    // bytes per rank, 0: none
+  const bool memo_;                                             // --rill:launch-memo
+  std::map<std::vector<std::uint64_t>, std::uint32_t> shapes_;  // shape_of's numbers, in turns
+  std::unordered_map<int, std::size_t> held_;                   // bytes of live instances by rank, in turns
+  std::uint64_t clock_ = 0;                                     // launches analysed, in turns
+  std::atomic<std::uint64_t> launches_{0}, repeated_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0},
+      reductions_{0}, collected_{0};
 };
 
 template <class Take, class Issue>

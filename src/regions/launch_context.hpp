@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "regions/launch_memo.hpp"
 #include "regions/region_state.hpp"
 #include "rill/event.hpp"
 #include "rill/field_space.hpp"
@@ -21,6 +22,7 @@ struct launch_context {
   std::unordered_map<std::uint64_t, tree_state> trees;  // by root id
   const launched_body* parent = nullptr;                // null: the rank's top level
   std::vector<event> children;                          // the sub-launches' events, merged now and then
+  launch_memos memos;                                   // its launches' analyses, to be repeated
 };
 
 // Notes a sub-launch's event; a long-running parent's list stays short.

@@ -3,17 +3,20 @@
 
 #include <algorithm>
 
+#include "common/hash_mix.hpp"
+
 namespace rill::detail {
 
 node_state& tree_state::at(const region_path& path) {
   // A node once made stays, and its making linked it under its ancestors.
   if (node_state* known = find(path.back()->id)) return *known;
   ++generation_;
+  note_change();
   node_state* n = nullptr;
   for (std::size_t i = 0; i < path.size(); ++i) {
     auto [it, made] = nodes_.try_emplace(path[i]->id);
     n = &it->second;
-    if (made) n->space = path[i]->space;
+    if (made) n->id = path[i]->id, n->space = path[i]->space;
     if (i + 1 < path.size()) {
       const region_node& child = *path[i + 1];
       node_state::used_partition& used = n->below[child.parent_partition];
@@ -72,9 +75,30 @@ void tree_state::collect_subtree(std::uint64_t id, const index_space<3>& space, 
     for (auto& [color, child] : used.child_of_color) collect_subtree(child, space, inside, out);
 }
 
-void tree_state::drop_covered(node_state& n, const std::vector<field_id>& fields) {
+std::size_t tree_state::record_use(node_state& n, region_user use) {
+  // Uses that commute with each other (reads; reductions by one operator; relaxed uses of one
+  // instance) are one use to whoever comes later: kept as one, with the merge of their events, a
+  // region read step after step and never written keeps one use, not one per step.
+  const bool commutes = use.priv == privilege::read_only || use.priv == privilege::reduce ||
+                        (use.coh != coherence::exclusive && use.instance != no_instance);
+  if (commutes)
+    for (std::size_t i = 0; i < n.users.size(); ++i) {
+      region_user& u = n.users[i];
+      if (same_shape(u, use)) {
+        u.done = merge(u.done, use.done);
+        return i;
+      }
+    }
+  use_added(n, use);
+  n.users.push_back(std::move(use));
+  return n.users.size() - 1;
+}
+
+void tree_state::drop_covered(node_state& n, std::span<const field_id> fields) {
   std::erase_if(n.users, [&](const region_user& u) {
-    return std::includes(fields.begin(), fields.end(), u.fields.begin(), u.fields.end());
+    if (!std::includes(fields.begin(), fields.end(), u.fields.begin(), u.fields.end())) return false;
+    use_dropped(n, u);
+    return true;
   });
   for (auto& [partition_id, used] : n.below)
     for (auto& [color, child] : used.child_of_color)
@@ -82,7 +106,24 @@ void tree_state::drop_covered(node_state& n, const std::vector<field_id>& fields
 }
 
 void tree_state::drop_finished(node_state& n) {
-  std::erase_if(n.users, [](const region_user& u) { return u.done.has_triggered() && !u.done.poisoned(); });
+  constexpr std::size_t kept_below = 8;
+  if (n.users.size() < kept_below) return;
+  const std::size_t before = n.users.size();
+  std::erase_if(n.users, [&](const region_user& u) {
+    if (!u.done.has_triggered() || u.done.poisoned()) return false;
+    use_dropped(n, u);
+    return true;
+  });
+  if (n.users.size() != before) note_change();
+}
+
+std::uint64_t tree_state::use_hash(const node_state& n, const region_user& u) {
+  std::uint64_t h = hash_mix(n.id);
+  h = hash_mix(h ^ (static_cast<std::uint64_t>(u.priv) | static_cast<std::uint64_t>(u.coh) << 8));
+  h = hash_mix(h ^ u.instance);
+  h = hash_mix(h ^ u.redop);
+  for (field_id f : u.fields) h = hash_mix(h ^ f);
+  return h;
 }
 
 bool tree_state::spaces_meet(const index_space<3>& a, const index_space<3>& b) {

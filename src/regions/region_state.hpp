@@ -36,6 +36,11 @@ struct region_user {
 };
 inline constexpr std::size_t no_instance = static_cast<std::size_t>(-1);
 
+// Whether two uses have the same shape: all but their events.
+inline bool same_shape(const region_user& a, const region_user& b) {
+  return a.priv == b.priv && a.coh == b.coh && a.instance == b.instance && a.redop == b.redop && a.fields == b.fields;
+}
+
 // A finished or running reduction not yet applied everywhere: the fold instance the task reduced
 // into, and per field the points whose elements still lack its values. The data of a point is
 // what an instance holding it valid has, with the pending reductions over it applied (all with
@@ -129,6 +134,7 @@ using region_path = std::vector<std::shared_ptr<const region_node>>;
 // One region's part of the state: its uses, the instances made for it, and the partitions below
 // it under which some region has either.
 struct node_state {
+  std::uint64_t id = 0;  // the region's
   index_space<3> space;
   std::vector<region_user> users;
   std::vector<std::size_t> instances;  // indices in tree_state::instances
@@ -167,14 +173,28 @@ class tree_state {
     for (std::size_t i = 0; i < m.nodes.size(); ++i) f(*m.nodes[i], m.holds[i]);
   }
 
+  // Records a use at region n, merged into an earlier one it commutes with; returns its index
+  // in n.users.
+  std::size_t record_use(node_state& n, region_user use);
   // Drops the uses of region n and below whose fields are all in `fields` (sorted): a write of
   // them there waits for those uses, and whoever conflicts with them conflicts with it.
-  void drop_covered(node_state& n, const std::vector<field_id>& fields);
+  void drop_covered(node_state& n, std::span<const field_id> fields);
+  // Drops n's uses that finished without failing once it has more than a few (a failed one
+  // stays, so that its poison reaches those that would have waited for it). A short list keeps
+  // them: waiting for a finished use costs little, and dropping it would change the list's shape,
+  // which a remembered analysis depends on (launch_memo.hpp).
+  void drop_finished(node_state& n);
 
   static bool spaces_meet(const index_space<3>& a, const index_space<3>& b);
-  // Drops n's uses that finished without failing (a failed one stays, so that its poison reaches
-  // those that would have waited for it).
-  static void drop_finished(node_state& n);
+
+  // What a remembered analysis of a launch depends on (launch_memo.hpp). The uses recorded, as
+  // a hash of each region's uses without their events: two states with the same uses hash alike,
+  // however they were reached (a program alternating two launches comes back to the same uses).
+  std::uint64_t uses_hash() const { return uses_hash_; }
+  // Everything else, as a count of its changes: regions with state (and so the regions meeting
+  // each), instances made or collected, the points they hold valid.
+  std::uint64_t changes() const { return changes_; }
+  void note_change() { ++changes_; }
 
   tree_state() = default;
   tree_state(const tree_state&) = delete;  // (the meeting lists point into it)
@@ -200,6 +220,13 @@ class tree_state {
   void collect_meeting(const region_path& path, std::vector<node_state*>& out);
   void collect_subtree(std::uint64_t id, const index_space<3>& space, bool inside, std::vector<node_state*>& out);
 
+  // (A sum, not an exclusive or: two alike uses at one region do not cancel out.)
+  void use_added(const node_state& n, const region_user& u) { uses_hash_ += use_hash(n, u); }
+  void use_dropped(const node_state& n, const region_user& u) { uses_hash_ -= use_hash(n, u); }
+  static std::uint64_t use_hash(const node_state& n, const region_user& u);
+
+  std::uint64_t uses_hash_ = 0;
+  std::uint64_t changes_ = 0;
   std::unordered_map<std::uint64_t, node_state> nodes_;      // by region id
   std::uint64_t generation_ = 1;                             // bumped when a node is made
   std::unordered_map<std::uint64_t, meeting_list> meeting_;  // by region id

@@ -36,7 +36,8 @@ const char* const all_names[] = {"ranks",         "workers",
                                  "inline-queue",  "trace",
                                  "stats",         "unobserved-errors",
                                  "faults",        "unresponsive-s",
-                                 "channels",      "instance-budget"};
+                                 "channels",      "instance-budget",
+                                 "launch-memo"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -292,6 +293,14 @@ TEST_F(Options, InstanceBudget) {
   args a{"prog", "--rill:instance-budget=64M"};
   EXPECT_EQ(parse(a).cfg.instance_budget, std::size_t{64} << 20);
   expect_usage_error("--rill:instance-budget=lots", "instance-budget");
+}
+
+TEST_F(Options, LaunchMemo) {
+  args d{"prog"};
+  EXPECT_TRUE(parse(d).cfg.launch_memo);
+  args a{"prog", "--rill:launch-memo=off"};
+  EXPECT_FALSE(parse(a).cfg.launch_memo);
+  expect_usage_error("--rill:launch-memo=sometimes", "launch-memo");
 }
 
 TEST_F(Options, GasTranslationCache) {

@@ -1,0 +1,90 @@
+// A launch's analysis remembered, to be repeated without being done again (docs/regions.md,
+// "Repeated launches"). A program launches the same tasks on the same regions step after step,
+// and most steps find the state as the step before left it, but for the events. The analysis of
+// a launch depends on the state's shape alone: which uses each region has (their fields,
+// privileges, coherences, instances, operators), which instances hold which points valid, and
+// the mapper's choice from those. So when a launch finds a tree's uses hashing as they did when
+// the same launch was analysed, and nothing else of the tree changed since, it is planned as that
+// launch was: the same rank and instances, waiting for the uses of the same shapes at the same
+// regions, and recording its own uses the same way. Only launches that leave the data where it
+// is are remembered: no instance made, no copy, no reduction pending in their trees.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "common/hash_mix.hpp"
+#include "common/small_vector.hpp"
+#include "regions/region_state.hpp"
+#include "rill/launch.hpp"
+#include "rill/reservation.hpp"
+
+namespace rill::detail {
+
+// Which launch: its requirements' privileges, coherences, operators and fields (interned once per
+// launch, see launch_analysis::shape_of), the regions they name, and the color of an index
+// launch's point (the default mapper's choice depends on it).
+struct memo_key {
+  std::uint32_t shape = 0;
+  std::int64_t color = -1;
+  small_vector<std::uint64_t, 2> regions;
+  bool operator==(const memo_key&) const = default;
+};
+
+struct memo_key_hash {
+  std::size_t operator()(const memo_key& k) const {
+    std::uint64_t h = hash_mix(k.shape ^ static_cast<std::uint64_t>(k.color) << 32);
+    for (std::uint64_t r : k.regions) h = hash_mix(h ^ r);
+    return h;
+  }
+};
+
+struct launch_memo {
+  // A tree the launch looked at, as it found it.
+  struct tree_seen {
+    tree_state* tree;
+    std::uint64_t uses_hash;
+    std::uint64_t changes;
+  };
+  // The launch waited for the uses of this shape at this region (the event is the current one's).
+  struct waited {
+    node_state* at;
+    region_user shape;
+  };
+  // A requirement's use, recorded at its region as the analysis did, and its instance, whose
+  // making and valid points' copies it waits for.
+  struct own_use {
+    tree_state* tree;
+    node_state* at;
+    region_user use;  // (its event the launch's)
+    bool overwrites;  // an exclusive write: drops the uses it covers first
+  };
+  int rank = 0;
+  small_vector<tree_seen, 2> trees;
+  small_vector<waited, 4> waits;
+  small_vector<own_use, 2> uses;
+  physical_regions regions;
+  std::vector<reservation> locks;  // of atomic requirements, in acquisition order
+};
+
+// A context's remembered launches. A program with ever new launches would fill it: past a bound
+// it starts over (a launch analysed again is remembered again).
+class launch_memos {
+ public:
+  launch_memo* find(const memo_key& k) {
+    auto it = memos_.find(k);
+    return it == memos_.end() ? nullptr : &it->second;
+  }
+  void remember(const memo_key& k, launch_memo m) {
+    constexpr std::size_t most = 1 << 16;
+    if (memos_.size() >= most && !memos_.contains(k)) memos_.clear();
+    memos_.insert_or_assign(k, std::move(m));
+  }
+
+ private:
+  std::unordered_map<memo_key, launch_memo, memo_key_hash> memos_;
+};
+
+}  // namespace rill::detail
