@@ -57,6 +57,37 @@ bool replicated(const tree_state& tree, std::size_t k) {
   return true;
 }
 
+// The merge of many events (an index launch's points), made a group at a time. (A merge of a
+// thousand events would need blocks of tens of kilobytes, and glibc's malloc answers each such
+// request by first consolidating every small block freed since: as many as the tasks freed.)
+class merged_in_groups {
+ public:
+  void add(event e) {
+    group_.push_back(e);
+    if (group_.size() == width) flush();
+  }
+  event all() {
+    flush();
+    while (merged_.size() > 1) {
+      std::vector<event> up;
+      for (std::size_t i = 0; i < merged_.size(); i += width)
+        up.push_back(merge(std::span(merged_).subspan(i, std::min(width, merged_.size() - i))));
+      merged_ = std::move(up);
+    }
+    return merged_.empty() ? event::none() : merged_.front();
+  }
+
+ private:
+  static constexpr std::size_t width = 16;
+  void flush() {
+    if (group_.empty()) return;
+    merged_.push_back(merge(group_));
+    group_.clear();
+  }
+  small_vector<event, width> group_;
+  std::vector<event> merged_;
+};
+
 }  // namespace
 
 launch_analysis::launch_analysis(const rill::config& cfg)
@@ -392,7 +423,13 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   turn in_turn(*this);
   caller_context();
   const std::vector<std::vector<field_id>> fields = sorted_fields(reqs);
-  return plan_point(reqs, fields, after, -1, travels, shape_of(reqs, fields));
+  launch_memo* memo = nullptr;
+  if (const std::uint32_t shape = shape_of(reqs, fields)) {
+    memo_key key{shape, {}};
+    for (const requirement& r : reqs) key.names.push_back(r.reg.id());
+    memo = &ctx_->memos.single(key);
+  }
+  return plan_point(reqs, fields, after, -1, travels, memo);
 }
 
 event launch_analysis::plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
@@ -407,33 +444,32 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
   turn in_turn(*this);
   caller_context();
   const std::vector<std::vector<field_id>> fields = sorted_fields(reqs);
-  const std::uint32_t shape = shape_of(reqs, fields);
+  std::vector<launch_memo>* memos = nullptr;
+  if (const std::uint32_t shape = shape_of(reqs, fields)) {
+    memo_key key{shape, {over.id()}};
+    for (const requirement& r : reqs) key.names.push_back(r.part.exists() ? r.part.id() : r.reg.id());
+    memos = &ctx_->memos.points(key, over.colors());
+  }
   std::vector<requirement> point_reqs = reqs;
   for (requirement& r : point_reqs) r.part = partition();
-  std::vector<event> points;
-  points.reserve(over.colors());
+  merged_in_groups points;
   for (std::size_t c = 0; c < over.colors(); ++c) {
     for (std::size_t i = 0; i < reqs.size(); ++i)
       if (reqs[i].part.exists()) point_reqs[i].reg = reqs[i].part.subregion(c);
-    launch_plan plan = plan_point(point_reqs, fields, after, static_cast<std::int64_t>(c), travels, shape);
-    points.push_back(plan.done);
+    launch_plan plan =
+        plan_point(point_reqs, fields, after, static_cast<std::int64_t>(c), travels, memos ? &(*memos)[c] : nullptr);
+    points.add(plan.done);
     spawn(plan, c);
   }
-  return merge(points);
+  return points.all();
 }
 
 launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
                                         const std::vector<std::vector<field_id>>& fields, event after,
-                                        std::int64_t color, bool travels, std::uint32_t shape) {
+                                        std::int64_t color, bool travels, launch_memo* remembered) {
   ++clock_;
-  memo_key key;
-  if (shape != 0) {
-    key.shape = shape;
-    key.color = color;
-    for (const requirement& r : reqs) key.regions.push_back(r.reg.id());
-    if (const launch_memo* m = ctx_->memos.find(key))
-      if (std::optional<launch_plan> again = repeat(*m, after, travels)) return std::move(*again);
-  }
+  if (remembered && remembered->known)
+    if (std::optional<launch_plan> again = repeat(*remembered, after, travels)) return std::move(*again);
   small_vector<const region_path*> paths;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     paths.push_back(&path_to(reqs[i].reg));
@@ -453,7 +489,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   for (const region_path* path : paths) trees.push_back(&ctx_->trees[path->back()->root]);
   // What the analysis finds, to be remembered if it leaves the data where it is.
   launch_memo memo;
-  bool remember = shape != 0;
+  bool remember = remembered != nullptr;
   for (tree_state* t : trees) {
     if (!t->pending.empty()) remember = false;
     if (std::none_of(memo.trees.begin(), memo.trees.end(),
@@ -495,7 +531,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
           continue;
         waits.push_back(u.done);
         earlier[i].push_back({&s, u.done});
-        if (remember) memo.waits.push_back({&s, {u.fields, u.priv, u.coh, u.instance, event::none(), u.redop}});
+        if (remember) memo.waits.push_back({&s, {u.fields, u.priv, u.coh, u.instance, event::none(), u.redop, u.hash}});
       }
     });
 
@@ -556,9 +592,12 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     if (homes[i] != no_instance) note_use(tree, homes[i], out.done);
     region_user use{{fields[i].begin(), fields[i].end()}, reqs[i].priv, reqs[i].coh, homes[i], out.done,
                     reqs[i].redop ? reqs[i].redop->id : 0};
-    if (remember)
-      memo.uses.push_back({&tree, &at, {use.fields, use.priv, use.coh, use.instance, {}, use.redop}, overwrite});
-    tree.record_use(at, std::move(use));
+    const std::size_t k = tree.record_use(at, std::move(use));
+    if (remember) {
+      region_user shape = at.users[k];
+      shape.done = event::none();
+      memo.uses.push_back({&tree, &at, std::move(shape), overwrite});
+    }
   }
   out.pre = merge(waits);
   // Atomic uses hold their instances' reservations from the start of the task to its end, taken
@@ -581,10 +620,11 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   if (remember && std::all_of(memo.trees.begin(), memo.trees.end(), [](const launch_memo::tree_seen& t) {
         return t.tree->changes() == t.changes && t.tree->pending.empty();
       })) {
+    memo.known = true;
     memo.rank = rank;
     memo.regions = out.regions;
     memo.locks = std::move(locks);
-    ctx_->memos.remember(key, std::move(memo));
+    *remembered = std::move(memo);
   }
   return out;
 }

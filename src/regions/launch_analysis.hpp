@@ -75,10 +75,11 @@ class launch_analysis final : public rank_module {
   static std::vector<std::vector<field_id>> sorted_fields(const std::vector<requirement>& reqs);
   // Refuses fields of r that are not in its region, or whose size is not its reduction's.
   static void check_fields(const requirement& r, const region_node& node, const std::vector<field_id>& fields);
-  // A task's analysis, in turn: `reqs` name regions, `fields` are theirs sorted and checked,
-  // `shape` is shape_of theirs. A launch analysed before is repeated if it may be.
+  // A task's analysis, in turn: `reqs` name regions, `fields` are theirs sorted and checked.
+  // `memo`: what the last analysis of the same launch found, repeated if it may be, and replaced
+  // by what this one finds (null: the launch is not remembered).
   launch_plan plan_point(const std::vector<requirement>& reqs, const std::vector<std::vector<field_id>>& fields,
-                         event after, std::int64_t color, bool travels, std::uint32_t shape);
+                         event after, std::int64_t color, bool travels, launch_memo* memo);
   // The requirements' privileges, coherences, operators and fields as a number, the same for the
   // same ones (a remembered analysis's key); 0 when launches with them are not remembered
   // (a reduction, a program's mapper, an instance budget, --rill:launch-memo=off).

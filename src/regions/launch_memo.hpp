@@ -24,19 +24,19 @@
 namespace rill::detail {
 
 // Which launch: its requirements' privileges, coherences, operators and fields (interned once per
-// launch, see launch_analysis::shape_of), the regions they name, and the color of an index
-// launch's point (the default mapper's choice depends on it).
+// launch, see launch_analysis::shape_of) and the regions they name -- for an index launch, the
+// partition it is over and the partitions (or regions) its requirements name, its points' memos
+// found by color.
 struct memo_key {
   std::uint32_t shape = 0;
-  std::int64_t color = -1;
-  small_vector<std::uint64_t, 2> regions;
+  small_vector<std::uint64_t, 3> names;
   bool operator==(const memo_key&) const = default;
 };
 
 struct memo_key_hash {
   std::size_t operator()(const memo_key& k) const {
-    std::uint64_t h = hash_mix(k.shape ^ static_cast<std::uint64_t>(k.color) << 32);
-    for (std::uint64_t r : k.regions) h = hash_mix(h ^ r);
+    std::uint64_t h = hash_mix(k.shape);
+    for (std::uint64_t n : k.names) h = hash_mix(h ^ n);
     return h;
   }
 };
@@ -61,6 +61,7 @@ struct launch_memo {
     region_user use;  // (its event the launch's)
     bool overwrites;  // an exclusive write: drops the uses it covers first
   };
+  bool known = false;  // (else nothing is remembered yet)
   int rank = 0;
   small_vector<tree_seen, 2> trees;
   small_vector<waited, 4> waits;
@@ -70,21 +71,40 @@ struct launch_memo {
 };
 
 // A context's remembered launches. A program with ever new launches would fill it: past a bound
-// it starts over (a launch analysed again is remembered again).
+// it starts over (a launch analysed again is remembered again). What it returns stays until the
+// next call.
 class launch_memos {
  public:
-  launch_memo* find(const memo_key& k) {
-    auto it = memos_.find(k);
-    return it == memos_.end() ? nullptr : &it->second;
+  // A single launch's.
+  launch_memo& single(const memo_key& k) {
+    auto it = singles_.find(k);
+    if (it != singles_.end()) return it->second;
+    make_room(1);
+    return singles_[k];
   }
-  void remember(const memo_key& k, launch_memo m) {
-    constexpr std::size_t most = 1 << 16;
-    if (memos_.size() >= most && !memos_.contains(k)) memos_.clear();
-    memos_.insert_or_assign(k, std::move(m));
+  // An index launch's points', by color.
+  std::vector<launch_memo>& points(const memo_key& k, std::size_t colors) {
+    auto it = indexed_.find(k);
+    if (it != indexed_.end() && it->second.size() == colors) return it->second;
+    make_room(colors);
+    std::vector<launch_memo>& by_color = indexed_[k];
+    by_color.assign(colors, {});
+    return by_color;
   }
 
  private:
-  std::unordered_map<memo_key, launch_memo, memo_key_hash> memos_;
+  void make_room(std::size_t more) {
+    constexpr std::size_t most = 1 << 16;
+    held_ += more;
+    if (held_ <= most) return;
+    singles_.clear();
+    indexed_.clear();
+    held_ = more;
+  }
+
+  std::unordered_map<memo_key, launch_memo, memo_key_hash> singles_;
+  std::unordered_map<memo_key, std::vector<launch_memo>, memo_key_hash> indexed_;
+  std::size_t held_ = 0;  // memos made since the last start
 };
 
 }  // namespace rill::detail

@@ -89,7 +89,8 @@ std::size_t tree_state::record_use(node_state& n, region_user use) {
         return i;
       }
     }
-  use_added(n, use);
+  if (use.hash == 0) use.hash = use_hash(n, use);
+  uses_hash_ += use.hash;
   n.users.push_back(std::move(use));
   return n.users.size() - 1;
 }
@@ -97,7 +98,7 @@ std::size_t tree_state::record_use(node_state& n, region_user use) {
 void tree_state::drop_covered(node_state& n, std::span<const field_id> fields) {
   std::erase_if(n.users, [&](const region_user& u) {
     if (!std::includes(fields.begin(), fields.end(), u.fields.begin(), u.fields.end())) return false;
-    use_dropped(n, u);
+    use_dropped(u);
     return true;
   });
   for (auto& [partition_id, used] : n.below)
@@ -111,7 +112,7 @@ void tree_state::drop_finished(node_state& n) {
   const std::size_t before = n.users.size();
   std::erase_if(n.users, [&](const region_user& u) {
     if (!u.done.has_triggered() || u.done.poisoned()) return false;
-    use_dropped(n, u);
+    use_dropped(u);
     return true;
   });
   if (n.users.size() != before) note_change();

@@ -33,6 +33,7 @@ struct region_user {
   std::size_t instance;  // the tree's instance it used (no_instance: a reduction's own)
   event done;
   std::uint64_t redop = 0;  // the operator of a reduction
+  std::uint64_t hash = 0;   // of its shape at its region, once recorded there (tree_state::uses_hash)
 };
 inline constexpr std::size_t no_instance = static_cast<std::size_t>(-1);
 
@@ -221,8 +222,7 @@ class tree_state {
   void collect_subtree(std::uint64_t id, const index_space<3>& space, bool inside, std::vector<node_state*>& out);
 
   // (A sum, not an exclusive or: two alike uses at one region do not cancel out.)
-  void use_added(const node_state& n, const region_user& u) { uses_hash_ += use_hash(n, u); }
-  void use_dropped(const node_state& n, const region_user& u) { uses_hash_ -= use_hash(n, u); }
+  void use_dropped(const region_user& u) { uses_hash_ -= u.hash; }
   static std::uint64_t use_hash(const node_state& n, const region_user& u);
 
   std::uint64_t uses_hash_ = 0;
