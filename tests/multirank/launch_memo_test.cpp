@@ -2,8 +2,8 @@
 // that repeat a random step of launches, now and then disturbed by a launch outside the step (on
 // another region, a reduction, one placed elsewhere by a mapper), against their sequential
 // execution, with the memo on and off; a repeated launch still waiting for the launch before it
-// while an independent repeated one runs; and a repeated launch finding its data where a
-// disturbing launch moved it.
+// while an independent repeated one runs; a repeated launch finding its data where a disturbing
+// launch moved it; and sub-launches repeated within their task's context.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -232,6 +232,69 @@ TEST_P(launch_memo, a_repeated_launch_finds_its_data_where_another_launch_moved_
            "the steps after the move were not analysed twice, then repeated");
     for (rill::coord_t p : {rill::coord_t{0}, points / 2, points - 1})
       expect(value_at(root, fa, p) == 8, "a step saw stale data");
+  });
+}
+
+// A launched task's sub-launches are remembered in its own context: each piece's task repeats a
+// step over its quarters (alternating a write of one field from the other and back, and a
+// read of the piece), on its rank, and what it read and wrote matches the model.
+void piece_steps(const rill::physical_regions& rs, std::size_t, rill::promise<std::uint64_t> repeated,
+                 rill::promise<std::uint64_t> read) {
+  const std::uint64_t before = rill::launch_counts_here().launches_repeated;
+  const rill::partition quarters = rill::partition_equal(rs[0].reg, 4);
+  const auto copy_into = [](const rill::physical_regions& q, std::size_t, rill::field<std::uint64_t> from,
+                            rill::field<std::uint64_t> to) {
+    auto in = q[0].read<std::uint64_t, 1>(from);
+    auto out = q[1].write<std::uint64_t, 1>(to);
+    q[1].reg.space<1>().for_each_point([&](const rill::point<1>& p) { out[p] = in[p] + 1; });
+  };
+  std::uint64_t sum = 0;
+  for (int step = 0; step < 6; ++step) {
+    const rill::field<std::uint64_t> from = step % 2 ? fb : fa, to = step % 2 ? fa : fb;
+    rill::index_launch(copy_into, quarters,
+                       {rill::req(quarters, {from.id}, rill::privilege::read_only),
+                        rill::req(quarters, {to.id}, rill::privilege::write_discard)},
+                       from, to);
+    rill::promise<std::uint64_t> s;
+    rill::launch(
+        [](const rill::physical_regions& q, rill::promise<std::uint64_t> out) {
+          auto a = q[0].read<std::uint64_t, 1>(fa);
+          std::uint64_t t = 0;
+          q[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { t = checksum_step(t, a[p]); });
+          out.put(t);
+        },
+        {rill::req(rs[0].reg, {fa.id}, rill::privilege::read_only)}, s);
+    sum = checksum_step(sum, s.get_future().get());
+  }
+  repeated.put(rill::launch_counts_here().launches_repeated - before);
+  read.put(sum);
+}
+
+TEST_P(launch_memo, sub_launches_repeat_within_their_task) {
+  run_checked(GetParam(), [] {
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    const rill::partition pieces = rill::partition_equal(root, 2);
+    rill::launch(zero, {rill::req(root, {fa.id}, rill::privilege::write_discard)});
+    std::vector<rill::promise<std::uint64_t>> repeated(pieces.colors()), read(pieces.colors());
+    for (std::size_t c = 0; c < pieces.colors(); ++c)
+      rill::launch(piece_steps, {rill::req(pieces.subregion(c), {fa.id, fb.id}, rill::privilege::read_write)}, c,
+                   repeated[c], read[c]);
+    // The model: fa starts at 0; each pair of steps adds 2 to fa; the read after step k sees fa.
+    std::uint64_t expected = 0;
+    for (int step = 0; step < 6; ++step) {
+      const std::uint64_t fa_now = static_cast<std::uint64_t>(step % 2 ? step + 1 : step);
+      std::uint64_t t = 0;
+      for (rill::coord_t p = 0; p < points / 2; ++p) t = checksum_step(t, fa_now);
+      expected = checksum_step(expected, t);
+    }
+    std::uint64_t repeats = 0;
+    for (std::size_t c = 0; c < pieces.colors(); ++c) {
+      repeats += repeated[c].get_future().get();
+      expect(read[c].get_future().get() == expected, "a piece read other values than its steps wrote");
+    }
+    // (Each piece's steps are analysed, then remembered, in its own task's context.)
+    expect(repeats > 0, "no sub-launch was planned as remembered");
+    expect(value_at(root, fa, 0) == 6 && value_at(root, fa, points - 1) == 6, "the pieces' last step was lost");
   });
 }
 
