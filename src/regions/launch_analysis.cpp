@@ -611,10 +611,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   }
   std::sort(locks.begin(), locks.end(), [](const reservation& a, const reservation& b) { return a.id() < b.id(); });
   locks.erase(std::unique(locks.begin(), locks.end()), locks.end());
-  for (const reservation& r : locks) out.pre = r.acquire(out.pre);
-  for (const reservation& r : locks) r.release(out.done);
-  launches_.fetch_add(1, std::memory_order_relaxed);
-  if (ctx_->parent) note_child(*ctx_, out.done);
+  hold_and_count(out, locks);
   // Remembered if it changed nothing but uses (a new region's state, an instance, a copy, a
   // dropped finished use, a pending reduction: the next launch would not find what it found).
   if (remember && std::all_of(memo.trees.begin(), memo.trees.end(), [](const launch_memo::tree_seen& t) {
@@ -627,6 +624,13 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     *remembered = std::move(memo);
   }
   return out;
+}
+
+void launch_analysis::hold_and_count(launch_plan& out, std::span<const reservation> locks) {
+  for (const reservation& r : locks) out.pre = r.acquire(out.pre);
+  for (const reservation& r : locks) r.release(out.done);
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  if (ctx_->parent) note_child(*ctx_, out.done);
 }
 
 std::optional<launch_plan> launch_analysis::repeat(const launch_memo& m, event after, bool travels) {
@@ -655,11 +659,8 @@ std::optional<launch_plan> launch_analysis::repeat(const launch_memo& m, event a
     u.tree->record_use(*u.at, std::move(use));
   }
   out.pre = merge(waits);
-  for (const reservation& r : m.locks) out.pre = r.acquire(out.pre);
-  for (const reservation& r : m.locks) r.release(out.done);
-  launches_.fetch_add(1, std::memory_order_relaxed);
+  hold_and_count(out, m.locks);
   repeated_.fetch_add(1, std::memory_order_relaxed);
-  if (ctx_->parent) note_child(*ctx_, out.done);
   return out;
 }
 

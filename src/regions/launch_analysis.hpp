@@ -86,6 +86,9 @@ class launch_analysis final : public rank_module {
   std::uint32_t shape_of(const std::vector<requirement>& reqs, const std::vector<std::vector<field_id>>& fields);
   // Plans a launch as remembered, if the state is as the remembered analysis found it.
   std::optional<launch_plan> repeat(const launch_memo& m, event after, bool travels);
+  // The end of a planned launch, analysed or repeated: its atomic requirements' reservations
+  // (`locks`, sorted) held from its start to its end, counted, noted as its parent's sub-launch.
+  void hold_and_count(launch_plan& out, std::span<const reservation> locks);
   // The nodes from the root of r's tree down to r, kept once made (nodes never change), so that a
   // launch on a region seen before takes no lock of the forest and copies no node pointer.
   const region_path& path_to(region r);

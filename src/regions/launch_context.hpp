@@ -25,14 +25,8 @@ struct launch_context {
   launch_memos memos;                                   // its launches' analyses, to be repeated
 };
 
-// Notes a sub-launch's event; a long-running parent's list stays short.
-inline void note_child(launch_context& ctx, event done) {
-  constexpr std::size_t merged_every = 64;
-  ctx.children.push_back(done);
-  if (ctx.children.size() < merged_every) return;
-  const event all = merge(ctx.children);
-  ctx.children.assign(1, all);
-}
+// Notes a sub-launch's event (a long-running parent's list stays short).
+inline void note_child(launch_context& ctx, event done) { add_merged(ctx.children, done, 64); }
 
 // physical_region::field_bits of `fields` (sorted) in field space `space`.
 inline std::uint64_t field_bits(const field_space& space, std::span<const field_id> fields) {

@@ -83,12 +83,15 @@ struct valid_points {
   std::vector<event> reads;
 };
 
-// Notes a copy out of v (merged now and then: a field read step after step and written rarely).
-inline void note_read(valid_points& v, event copied) {
-  constexpr std::size_t merged_every = 16;
-  v.reads.push_back(copied);
-  if (v.reads.size() >= merged_every) v.reads.assign(1, merge(v.reads));
+// Adds e to a list of events that matters only as a whole, merged into one every `every`
+// events so that it stays short however long it runs.
+inline void add_merged(std::vector<event>& list, event e, std::size_t every) {
+  list.push_back(e);
+  if (list.size() >= every) list.assign(1, merge(list));
 }
+
+// Notes a copy out of v (a field read step after step and written rarely).
+inline void note_read(valid_points& v, event copied) { add_merged(v.reads, copied, 16); }
 
 // The copies out of v that a copy or application into it must wait for, forgotten: it becomes
 // part of v.ready, which every later one waits for.
