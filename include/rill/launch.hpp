@@ -34,6 +34,7 @@
 // index launch). A launched task's own launches are its sub-launches: analysed on its rank,
 // within its regions, fields and privileges, and it ends when they have. See docs/regions.md.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -218,12 +219,46 @@ struct launch_counts {
 launch_counts launch_counts_here();
 
 namespace detail {
+// A task's physical regions, made once and shared: by its plan, its task and a remembered
+// analysis (a repeated launch copies no list, and the task's callable, holding one pointer,
+// stays small enough for its pooled record). Read-only once made. (A task mapped to another
+// rank is sent the list itself.)
+class shared_regions {
+ public:
+  shared_regions() = default;
+  explicit shared_regions(physical_regions regions) : held_(new held{{1}, std::move(regions)}) {}
+  shared_regions(const shared_regions& o) noexcept : held_(o.held_) {
+    if (held_) held_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  shared_regions(shared_regions&& o) noexcept : held_(std::exchange(o.held_, nullptr)) {}
+  shared_regions& operator=(shared_regions o) noexcept {
+    std::swap(held_, o.held_);
+    return *this;
+  }
+  ~shared_regions() {
+    if (held_ && held_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete held_;
+  }
+  // (Empty when default-made: a launch with no requirement has an empty list.)
+  const physical_regions& operator*() const { return held_ ? held_->regions : none(); }
+
+ private:
+  struct held {
+    std::atomic<std::uint32_t> refs;
+    physical_regions regions;
+  };
+  static const physical_regions& none() {
+    static const physical_regions empty;
+    return empty;
+  }
+  held* held_ = nullptr;
+};
+
 // What a launch's analysis decided: the rank, what the task waits for, its physical regions,
 // and the task's event, which the launch's uses are recorded under (made by spawn_event).
 struct launch_plan {
   int rank;
   event pre;
-  physical_regions regions;
+  shared_regions regions;
   event done;
 };
 // Analyses a launch of `reqs` (regions, not partitions) in program order on the calling rank.
@@ -273,22 +308,27 @@ class launched_task {
 
   template <class... Rest>
   requires std::is_invocable_v<F&, const physical_regions&, Rest&&...>
-  void operator()(physical_regions regions, Rest&&... rest) {
+  void operator()(shared_regions shared, Rest&&... rest) { run(*shared, std::forward<Rest>(rest)...); }
+  template <class... Rest>
+  requires std::is_invocable_v<F&, const physical_regions&, Rest&&...>
+  void operator()(physical_regions sent, Rest&&... rest) { run(sent, std::forward<Rest>(rest)...); }
+
+ private:
+  template <class... Rest>
+  void run(const physical_regions& regions, Rest&&... rest) {
     launched_body body(regions);
     std::exception_ptr error;
     try {
       if constexpr (std::is_pointer_v<F>)
-        reinterpret_cast<F>(const_cast<void*>(code_address(held_)))(std::as_const(regions),
-                                                                    std::forward<Rest>(rest)...);
+        reinterpret_cast<F>(const_cast<void*>(code_address(held_)))(regions, std::forward<Rest>(rest)...);
       else
-        held_(std::as_const(regions), std::forward<Rest>(rest)...);
+        held_(regions, std::forward<Rest>(rest)...);
     } catch (...) {
       error = std::current_exception();
     }
     body.end(std::move(error));
   }
 
- private:
   using held = std::conditional_t<std::is_pointer_v<F>, std::intptr_t, F>;
   static held hold(F fn) {
     if constexpr (std::is_pointer_v<F>)
@@ -302,8 +342,19 @@ class launched_task {
 template <class F, class... Args>
 event spawn_planned(launch_plan& plan, F&& fn, Args&&... args) {
   try {
-    proc(plan.rank).spawn_into(plan.done, after(plan.pre), launched_task<std::decay_t<F>>(std::forward<F>(fn)),
-                               std::move(plan.regions), std::forward<Args>(args)...);
+    launched_task<std::decay_t<F>> task(std::forward<F>(fn));
+    // On the issuing rank the task shares the plan's list (spawned as proc::spawn does there:
+    // proc::spawn itself would ask every argument to be sendable); elsewhere it is sent a copy.
+    if (plan.rank == rank_me()) {
+      spawn_when(
+          plan.pre, plan.done,
+          [task, regions = std::move(plan.regions), tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {
+            std::apply([&](auto&&... a) { task(std::move(regions), std::move(a)...); }, std::move(tup));
+          });
+    } else {
+      proc(plan.rank).spawn_into(plan.done, after(plan.pre), std::move(task), *plan.regions,
+                                 std::forward<Args>(args)...);
+    }
   } catch (const std::exception& e) {
     refuse_planned(plan.done, e.what());
     throw;

@@ -454,6 +454,7 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
   for (requirement& r : point_reqs) r.part = partition();
   merged_in_groups points;
   for (std::size_t c = 0; c < over.colors(); ++c) {
+    if (memos) prefetch_ahead(*memos, c);
     for (std::size_t i = 0; i < reqs.size(); ++i)
       if (reqs[i].part.exists()) point_reqs[i].reg = reqs[i].part.subregion(c);
     launch_plan plan =
@@ -536,7 +537,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     });
 
   // Its data, reductions last: a reduction of this launch applies on top of what it writes.
-  out.regions.resize(reqs.size());
+  physical_regions regions(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv == privilege::reduce) continue;
     const region_node& node = *paths[i]->back();
@@ -554,7 +555,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
       // A write: its instance is the only one that holds these points valid.
       if (writes(reqs[i].priv)) make_only_valid(tree, *paths[i], home, f, node.space);
     }
-    out.regions[i] = {reqs[i].reg, tree.instances[home].inst, reqs[i].priv, 0, field_bits(node.fields, fields[i])};
+    regions[i] = {reqs[i].reg, tree.instances[home].inst, reqs[i].priv, 0, field_bits(node.fields, fields[i])};
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].priv != privilege::reduce) continue;
@@ -579,8 +580,9 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     pending_reduction p{fold.inst, fold.ready, &op, node.dims, out.done, {}, {}, node.id, rank, fields[i]};
     for (field_id f : fields[i]) p.unapplied.emplace(f, node.space);
     tree.pending.push_back(std::move(p));
-    out.regions[i] = {reqs[i].reg, fold.inst, privilege::reduce, op.id, field_bits(node.fields, fields[i])};
+    regions[i] = {reqs[i].reg, fold.inst, privilege::reduce, op.id, field_bits(node.fields, fields[i])};
   }
+  out.regions = shared_regions(std::move(regions));
 
   // Record its uses. An exclusive write first drops the uses it covers: it waits for all of them.
   // (A relaxed one does not wait for the uses it may run before, so they stay.)

@@ -66,9 +66,30 @@ struct launch_memo {
   small_vector<tree_seen, 2> trees;
   small_vector<waited, 4> waits;
   small_vector<own_use, 2> uses;
-  physical_regions regions;
+  shared_regions regions;
   std::vector<reservation> locks;  // of atomic requirements, in acquisition order
 };
+
+// Starts loading what the repeats of an index launch's next points will read, while point `c` is
+// planned: each point's memo, the state of its regions and its list of regions were last touched
+// a whole launch ago, a thousand points of state back, and are no longer in the cache. In three
+// steps, each reading what the one before brought in: memos 8 points ahead, their regions' states
+// 4 ahead, those states' uses 2 ahead.
+inline void prefetch_ahead(const std::vector<launch_memo>& memos, std::size_t c) {
+  auto lines = [](const void* p, std::size_t bytes) {
+    for (std::size_t at = 0; at < bytes; at += 64) __builtin_prefetch(static_cast<const char*>(p) + at);
+  };
+  if (c + 8 < memos.size()) lines(&memos[c + 8], sizeof(launch_memo));
+  if (c + 4 < memos.size()) {
+    const launch_memo& m = memos[c + 4];
+    for (const launch_memo::waited& w : m.waits) __builtin_prefetch(&w.at->users);
+    for (const launch_memo::own_use& u : m.uses) __builtin_prefetch(&u.at->users);
+  }
+  if (c + 2 < memos.size()) {
+    const launch_memo& m = memos[c + 2];
+    for (const launch_memo::waited& w : m.waits) lines(w.at->users.data(), w.at->users.size() * sizeof(region_user));
+  }
+}
 
 // A context's remembered launches. A program with ever new launches would fill it: past a bound
 // it starts over (a launch analysed again is remembered again). What it returns stays until the
