@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
     std::printf("after %d steps: %.3f, %llu of %d point launches repeated\n", steps, relaxed.get_future().get(),
                 static_cast<unsigned long long>(rill::launch_counts_here().launches_repeated - repeated_before),
                 steps * pieces);
+    // Done with the graph: its instances go once the launches on it have ended (docs/regions.md,
+    // "Destroying a tree"), and a launch on it from now on is refused.
+    nodes.destroy().wait();
     wires.destroy().wait();
     return 0;
   });

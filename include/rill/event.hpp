@@ -148,6 +148,9 @@ void event_poison(event e, poison_ptr cause);
 // Poisons `e` because a task threw `what` (an exception of type `type`) on this rank.
 void event_task_failed(event e, const char* type, const char* what);
 event merge_span(std::span<const event> events);
+// An event that triggers, never poisoned, once every one of `events` has triggered, poisoned or
+// not: what freeing the resources they used waits for (a failed use has ended too).
+event all_ended(std::span<const event> events);
 // A new event owned by the calling rank: the completion of a task spawned to `rank`.
 event spawn_event(int rank);
 // A new event owned by the calling rank: the value of a promise's futures (rill/future.hpp).

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "rill/event.hpp"
 #include "rill/field_space.hpp"
 #include "rill/index_space.hpp"
 
@@ -58,6 +59,13 @@ class region {
   // The partition it is a subregion of (a partition that does not exist for a root) and its color there.
   partition parent() const;
   std::size_t color() const;
+
+  // Destroys the region tree this root heads, for the calling rank's launches: later launches
+  // on it or its subregions are refused (rill::misuse_error), and its instances, everywhere,
+  // are destroyed once `after` and every launch already made on it have ended (failed or not).
+  // Returns the event of their destruction; never blocks. Called by the launches' issuer
+  // outside launched tasks, once per tree, on a root (a subregion is refused).
+  event destroy(event after = event::none()) const;
   // The root of its tree.
   region root() const;
 

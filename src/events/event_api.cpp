@@ -238,5 +238,24 @@ event merge_span(std::span<const event> events) {
   return result;
 }
 
+event all_ended(std::span<const event> events) {
+  struct countdown {
+    std::atomic<std::size_t> left{1};  // (one for the registration, so that it ends after it)
+    user_event ended = user_event::create();
+    void done() {
+      if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) ended.trigger();
+    }
+  };
+  auto c = std::make_shared<countdown>();
+  for (const event& e : events) {
+    if (e.is_none()) continue;
+    c->left.fetch_add(1, std::memory_order_relaxed);
+    when_triggered(e, [c](const poison_ptr&) { c->done(); });
+  }
+  const event ended = c->ended;
+  c->done();
+  return ended;
+}
+
 }  // namespace detail
 }  // namespace rill

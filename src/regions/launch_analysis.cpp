@@ -126,6 +126,65 @@ void launch_analysis::set_mapper(std::shared_ptr<mapper> m) {
   mapper_ = std::move(m);
 }
 
+event launch_analysis::destroy_tree(region root, event after) {
+  constexpr const char* how = "rill::region::destroy";
+  if (!root.exists()) throw misuse_error(fmt::format("{}: the region handle is empty", how));
+  // (Sub-launches name their parent's regions: a tree is its issuer's, outside launched tasks.)
+  if (calling_body())
+    throw misuse_error(
+        fmt::format("{}: region {:#x} destroyed in a launched task; its tree belongs to the "
+                    "launches' issuer, which destroys it outside launched tasks",
+                    how, root.id()));
+  turn in_turn(*this);
+  ctx_ = &top_;
+  if (destroyed_.contains(root.id()))
+    throw misuse_error(fmt::format("{}: region {:#x} was destroyed already", how, root.id()));
+  const region_node& node = *path_to(root).back();
+  if (node.root != node.id)
+    throw misuse_error(
+        fmt::format("{}: region {:#x} is a subregion; destroy its tree's root {:#x}", how, root.id(), node.root));
+  destroyed_.insert(root.id());
+  std::erase_if(paths_, [&](const auto& p) { return p.second.front()->id == root.id(); });
+  // Remembered analyses point into the tree states (launch_memo.hpp): the others are analysed again.
+  top_.memos = launch_memos();
+  auto at = top_.trees.find(root.id());
+  if (at == top_.trees.end()) return after;  // (nothing launched on it: nothing to free)
+  tree_state& tree = at->second;
+
+  std::vector<event> ends{after};
+  tree.for_each_node([&](const node_state& n) {
+    for (const region_user& u : n.users) ends.push_back(u.done);
+  });
+  for (const tracked_instance& t : tree.instances) {
+    if (!t.live || t.borrowed) continue;
+    ends.push_back(t.made);
+    ends.push_back(t.last_use);
+    for (const auto& [f, v] : t.valid) {
+      ends.push_back(v.ready);
+      ends.insert(ends.end(), v.reads.begin(), v.reads.end());
+    }
+  }
+  for (const pending_reduction& p : tree.pending) {
+    ends.push_back(p.made);
+    ends.push_back(p.ready);
+    ends.insert(ends.end(), p.applied.begin(), p.applied.end());
+  }
+  for (const spare_fold& s : tree.spare_folds) ends.push_back(s.free);
+  const event ended = all_ended(ends);
+
+  std::vector<event> gone;
+  for (tracked_instance& t : tree.instances) {
+    if (!t.live || t.borrowed) continue;
+    gone.push_back(t.inst.destroy(ended));
+    if (t.atomic_lock != reservation()) t.atomic_lock.destroy(ended);
+    held_[t.rank] -= t.bytes;
+  }
+  for (const pending_reduction& p : tree.pending) gone.push_back(p.fold.destroy(ended));
+  for (const spare_fold& s : tree.spare_folds) gone.push_back(s.fold.destroy(ended));
+  top_.trees.erase(at);
+  return gone.empty() ? ended : merge(gone);
+}
+
 launch_counts launch_analysis::counts() const {
   return {launches_.load(),     repeated_.load(),   instances_made_.load(), copies_.load(),
           bytes_copied_.load(), reductions_.load(), collected_.load()};
@@ -150,6 +209,9 @@ const region_path& launch_analysis::path_to(region r) {
   region_path path{forest.node(r.id(), what)};
   while (path.back()->parent_region != 0) path.push_back(forest.node(path.back()->parent_region, what));
   std::reverse(path.begin(), path.end());
+  if (destroyed_.contains(path.front()->id))
+    throw misuse_error(fmt::format("{}: region {:#x} is in the tree of region {:#x}, which was destroyed", what, r.id(),
+                                   path.front()->id));
   return paths_.emplace(r.id(), std::move(path)).first->second;
 }
 
@@ -701,6 +763,10 @@ int default_mapper::map_task(const mapping_query& q) {
   const auto most = std::max_element(q.valid_bytes.begin(), q.valid_bytes.end());
   if (most != q.valid_bytes.end() && *most > 0) return static_cast<int>(most - q.valid_bytes.begin());
   return q.color >= 0 ? static_cast<int>(q.color % rank_n()) : rank_me();
+}
+
+event region::destroy(event after) const {
+  return detail::analysis_here("rill::region::destroy").destroy_tree(*this, after);
 }
 
 void set_mapper(std::shared_ptr<mapper> m) { detail::analysis_here("rill::set_mapper").set_mapper(std::move(m)); }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "regions/launch_context.hpp"
@@ -43,6 +44,10 @@ class launch_analysis final : public rank_module {
   // destroy.
   std::vector<std::pair<instance, event>> retire(launched_body& body);
   void set_mapper(std::shared_ptr<mapper> m);
+  // region::destroy: forgets the tree of `root` in the calling rank's launches (later ones on it
+  // are refused) and destroys its instances once `after` and every launch and copy recorded in
+  // it have ended, failed or not; returns the event of their destruction.
+  event destroy_tree(region root, event after);
   launch_counts counts() const;
 
   void report_counters(counter_report& out) override;
@@ -64,6 +69,8 @@ class launch_analysis final : public rank_module {
 
   // The state of the caller's launches, made for a launched task's first sub-launch; in turn.
   launch_context& caller_context();
+  // The launched task whose body is calling, or null (the rank's top level).
+  static launched_body* calling_body();
   // A launched task's context starts with its instances holding valid data for its regions and fields.
   void adopt_parent(launch_context& ctx);
   // Refuses a sub-launch's requirement that asks for points, fields or a privilege its parent
@@ -139,6 +146,7 @@ class launch_analysis final : public rank_module {
   launch_context top_;                                          // launches made outside launched tasks, in turns
   launch_context* ctx_ = &top_;                                 // the caller's, in a turn
   std::unordered_map<std::uint64_t, region_path> paths_;        // by region id, in turns
+  std::unordered_set<std::uint64_t> destroyed_;                 // roots of destroyed trees, in turns
   std::vector<std::size_t> valid_bytes_;                        // choose_rank's, by rank, in turns
   const std::size_t budget_;                                    // bytes per rank, 0: none
   const bool memo_;                                             // --rill:launch-memo

@@ -191,6 +191,12 @@ class tree_state {
 
   static bool spaces_meet(const index_space<3>& a, const index_space<3>& b);
 
+  // f(const node_state&) for every region with state, in no order.
+  template <class F>
+  void for_each_node(F&& f) const {
+    for (const auto& [id, n] : nodes_) f(n);
+  }
+
   // What a remembered analysis of a launch depends on (launch_memo.hpp). The uses recorded, as
   // a hash of each region's uses without their events: two states with the same uses hash alike,
   // however they were reached (a program alternating two launches comes back to the same uses).

@@ -83,9 +83,13 @@ void launched_body::end(std::exception_ptr error) {
   if (error) std::rethrow_exception(error);
 }
 
-launch_context& launch_analysis::caller_context() {
+launched_body* launch_analysis::calling_body() {
   worker* w = current_worker();
-  auto* body = w ? static_cast<launched_body*>(w->current_fiber()->task.launch_parent) : nullptr;
+  return w ? static_cast<launched_body*>(w->current_fiber()->task.launch_parent) : nullptr;
+}
+
+launch_context& launch_analysis::caller_context() {
+  launched_body* body = calling_body();
   if (!body) return *(ctx_ = &top_);
   if (!body->context) {
     body->context = std::make_unique<launch_context>();
