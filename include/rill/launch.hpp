@@ -34,7 +34,6 @@
 // index launch). A launched task's own launches are its sub-launches: analysed on its rank,
 // within its regions, fields and privileges, and it ends when they have. See docs/regions.md.
 #pragma once
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -220,38 +219,9 @@ launch_counts launch_counts_here();
 
 namespace detail {
 // A task's physical regions, made once and shared: by its plan, its task and a remembered
-// analysis (a repeated launch copies no list, and the task's callable, holding one pointer,
-// stays small enough for its pooled record). Read-only once made. (A task mapped to another
-// rank is sent the list itself.)
-class shared_regions {
- public:
-  shared_regions() = default;
-  explicit shared_regions(physical_regions regions) : held_(new held{{1}, std::move(regions)}) {}
-  shared_regions(const shared_regions& o) noexcept : held_(o.held_) {
-    if (held_) held_->refs.fetch_add(1, std::memory_order_relaxed);
-  }
-  shared_regions(shared_regions&& o) noexcept : held_(std::exchange(o.held_, nullptr)) {}
-  shared_regions& operator=(shared_regions o) noexcept {
-    std::swap(held_, o.held_);
-    return *this;
-  }
-  ~shared_regions() {
-    if (held_ && held_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete held_;
-  }
-  // (Empty when default-made: a launch with no requirement has an empty list.)
-  const physical_regions& operator*() const { return held_ ? held_->regions : none(); }
-
- private:
-  struct held {
-    std::atomic<std::uint32_t> refs;
-    physical_regions regions;
-  };
-  static const physical_regions& none() {
-    static const physical_regions empty;
-    return empty;
-  }
-  held* held_ = nullptr;
-};
+// analysis (a repeated launch copies no list, and the task's callable, holding this pointer,
+// stays small enough for its pooled record). A task mapped to another rank is sent the list.
+using shared_regions = std::shared_ptr<const physical_regions>;
 
 // What a launch's analysis decided: the rank, what the task waits for, its physical regions,
 // and the task's event, which the launch's uses are recorded under (made by spawn_event).

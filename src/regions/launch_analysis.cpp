@@ -155,15 +155,8 @@ event launch_analysis::destroy_tree(region root, event after) {
   tree.for_each_node([&](const node_state& n) {
     for (const region_user& u : n.users) ends.push_back(u.done);
   });
-  for (const tracked_instance& t : tree.instances) {
-    if (!t.live || t.borrowed) continue;
-    ends.push_back(t.made);
-    ends.push_back(t.last_use);
-    for (const auto& [f, v] : t.valid) {
-      ends.push_back(v.ready);
-      ends.insert(ends.end(), v.reads.begin(), v.reads.end());
-    }
-  }
+  for (const tracked_instance& t : tree.instances)
+    if (t.live && !t.borrowed) add_instance_ends(t, ends);
   for (const pending_reduction& p : tree.pending) {
     ends.push_back(p.made);
     ends.push_back(p.ready);
@@ -353,9 +346,8 @@ void launch_analysis::collect(int rank, std::size_t needed) {
     if (held + needed <= budget_) return;
     if (!replicated(*c.tree, c.k)) continue;
     tracked_instance& t = c.tree->instances[c.k];
-    // After every task and copy that used it, and every copy or reduction into it.
-    std::vector<event> used{t.made, t.last_use};
-    for (const auto& [f, v] : t.valid) used.push_back(v.ready);
+    std::vector<event> used;
+    add_instance_ends(t, used);
     t.inst.destroy(merge(used));
     t.valid.clear();
     t.live = false;
@@ -644,7 +636,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     tree.pending.push_back(std::move(p));
     regions[i] = {reqs[i].reg, fold.inst, privilege::reduce, op.id, field_bits(node.fields, fields[i])};
   }
-  out.regions = shared_regions(std::move(regions));
+  out.regions = std::make_shared<const physical_regions>(std::move(regions));
 
   // Record its uses. An exclusive write first drops the uses it covers: it waits for all of them.
   // (A relaxed one does not wait for the uses it may run before, so they stay.)

@@ -132,6 +132,17 @@ struct tracked_instance {
   std::uint64_t last_chosen = 0;
 };
 
+// Adds to `out` what must end before instance t may be destroyed: its making, every task and copy
+// that used it, every copy or reduction into it and out of it.
+inline void add_instance_ends(const tracked_instance& t, std::vector<event>& out) {
+  out.push_back(t.made);
+  out.push_back(t.last_use);
+  for (const auto& [f, v] : t.valid) {
+    out.push_back(v.ready);
+    out.insert(out.end(), v.reads.begin(), v.reads.end());
+  }
+}
+
 // The root of a tree, down to a region.
 using region_path = std::vector<std::shared_ptr<const region_node>>;
 
