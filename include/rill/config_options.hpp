@@ -38,6 +38,9 @@
   X(scheduler, "channels", channels, int, 1, number(0, 64), "1 if a core is spare, else 0", per_rank,               \
     "data-movement channel threads per rank: they run copies, fills and reductions, so that data moves while every "  \
     "worker runs a task (0: the workers move it)")                                                                    \
+  X(scheduler, "io-threads", io_threads, int, 1, number(1, 64), from_config, per_rank,                                \
+    "I/O threads per rank: they read and write attached external resources (files, HDF5, SQLite), so that no "        \
+    "worker or channel blocks on a disk")                                                                             \
   X(scheduler, "stack", stack_bytes, std::size_t, 64 * 1024, bytes(8192, std::size_t{1} << 30), from_config,          \
     per_rank,                                                                                                         \
     "stack a task can count on, in bytes (fiber stacks are twice this, with a guard page below; x4 under ASan, x2 "   \

@@ -31,6 +31,9 @@
 namespace rill {
 
 struct created_instance;
+namespace detail {
+struct instance_maker;
+}
 
 class instance {
  public:
@@ -58,6 +61,7 @@ class instance {
   friend bool operator==(const instance&, const instance&) = default;
 
  private:
+  friend struct detail::instance_maker;  // (attach_instance, rill/external.hpp)
   constexpr instance(memory m, int dims, std::uint64_t id) : memory_(m), dims_(dims), id_(id) {}
   static created_instance create_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,
                                         const layout& l, event after);

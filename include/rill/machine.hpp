@@ -29,6 +29,7 @@ enum class memory_kind : std::uint8_t {
   none = 0,
   system = 1,      // a rank's system memory (DRAM of its node; with the local transport, of the process)
   registered = 2,  // a rank's registered segment: other ranks reach it one-sidedly (rill/global_ptr.hpp)
+  external = 3,    // resources attached on a rank (rill/external.hpp: files): reached by copies, on its I/O threads
 };
 
 // A memory: its owner rank and its kind. Trivially copyable, valid on every rank.
@@ -37,6 +38,7 @@ class memory {
   constexpr memory() = default;
   static constexpr memory system(int rank) { return memory(rank, memory_kind::system); }
   static constexpr memory registered(int rank) { return memory(rank, memory_kind::registered); }
+  static constexpr memory external(int rank) { return memory(rank, memory_kind::external); }
   int owner() const { return owner_; }
   memory_kind kind() const { return kind_; }
   bool exists() const { return kind_ != memory_kind::none; }

@@ -30,8 +30,8 @@ parsed_options parse_options(int& argc, char** argv);
 // rill/config_options.hpp), one "--rill:NAME=VALUE" line each: start-up compares them.
 std::string options_every_rank_must_share(const rill::config& c);
 
-// The threads a rank runs, workers then data-movement channels: per-thread state is sized by it.
-inline int threads_per_rank(const rill::config& c) { return c.workers + c.channels; }
+// The threads a rank runs, workers, data-movement channels and I/O threads: per-thread state is sized by it.
+inline int threads_per_rank(const rill::config& c) { return c.workers + c.channels + c.io_threads; }
 
 // One line per option: name, default, meaning.
 std::string options_help();

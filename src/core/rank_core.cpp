@@ -10,7 +10,7 @@ rank_core::rank_core(endpoint& ep, const rill::config& cfg)
     : id_(ep.rank()),
       size_(ep.size()),
       msgr_(ep, pool_, cfg),
-      pool_(*this, cfg.workers, cfg.channels, cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
+      pool_(*this, cfg.workers, cfg.channels, cfg.io_threads, cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
   modules().add_unowned(msgr_);
   ep.on_arrival([this] { pool_.notify(); });
 }

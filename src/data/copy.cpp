@@ -41,9 +41,10 @@ struct destination_info {
   index_space<3> space;
   std::uintptr_t address = 0;
   std::uint64_t bytes = 0;  // of its storage
+  bool external = false;    // an attached resource: written by its rank's I/O threads, from pieces
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(fields, space, address, bytes);
+    ar(fields, space, address, bytes, external);
   }
 };
 
@@ -55,7 +56,7 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
   std::vector<const field_placement*> f;
   index_space<3> domain;
   try {
-    rec = here.find(src, t.what());
+    rec = here.find_any(src, t.what());
     f = placements(*rec, t.src_fields, "source", t);
     std::vector<std::uint64_t> dst_sizes;
     for (const field_placement& p : to.fields) dst_sizes.push_back(p.bytes);
@@ -68,11 +69,15 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     return;
   }
   const storage from = storage_of(*rec);
-  if (std::byte* there = here.reachable(dst, to.address, static_cast<std::size_t>(to.bytes))) {
+  std::byte* there = to.external ? nullptr : here.reachable(dst, to.address, static_cast<std::size_t>(to.bytes));
+  if (there) {
     std::vector<const field_placement*> to_f;
     for (const field_placement& p : to.fields) to_f.push_back(&p);
+    const storage to_mem{there, to.space.bounds()};
     const std::uint64_t start = trace::span_begin();
-    const std::size_t moved = move_domain(t.combine(), storage{there, to.space.bounds()}, to_f, from, f, domain);
+    const std::size_t moved = rec->external
+                                  ? move_domain_io({&to_mem, nullptr}, to_f, {nullptr, rec->external.get()}, f, domain)
+                                  : move_domain(t.combine(), to_mem, to_f, from, f, domain);
     end_transfer_span(start, t, moved, dst.owner());
     event_trigger(done);
     return;
@@ -84,7 +89,7 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     return;
   }
   const auto total = static_cast<std::uint32_t>(pieces.size());
-  if (here.maps_my_segment(dst.owner())) {
+  if (here.maps_my_segment(dst.owner()) && !to.external && !rec->external) {
     stage_pieces(rec, f, src, dst, t, pieces, done);
     return;
   }
@@ -94,27 +99,38 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
 // At the destination's rank, once the transfer's precondition has triggered.
 void start_at_destination(instance src, instance dst, const transfer& t, event done) {
   data_module& here = data_here(t.what());
-  const std::shared_ptr<const instance_record> d = here.find(dst, t.what());
+  const std::shared_ptr<const instance_record> d = here.find_any(dst, t.what());
   const std::vector<const field_placement*> df = placements(*d, t.dst_fields, "destination", t);
   if (src.owner() != here.id()) {
-    destination_info to{{}, d->space, reinterpret_cast<std::uintptr_t>(d->data), d->placement.bytes};
+    destination_info to{
+        {}, d->space, reinterpret_cast<std::uintptr_t>(d->data), d->placement.bytes, d->external != nullptr};
     for (const field_placement* p : df) to.fields.push_back(*p);
     am::send(
         src.owner(),
         [](instance s, instance ds, const transfer& tr, const destination_info& info, event e) {
-          on_channel([=] { move_from_source(s, ds, tr, info, e); });
+          if (s.location().kind() == memory_kind::external)
+            on_io([=] { move_from_source(s, ds, tr, info, e); });
+          else
+            on_channel([=] { move_from_source(s, ds, tr, info, e); });
         },
         src, dst, t, to, done);
     return;
   }
-  const std::shared_ptr<const instance_record> s = here.find(src, t.what());
+  const std::shared_ptr<const instance_record> s = here.find_any(src, t.what());
   const std::vector<const field_placement*> sf = placements(*s, t.src_fields, "source", t);
   check_sizes(t, sizes_of(sf), sizes_of(df));
   const index_space<3>& domain = t.whole ? s->space : t.over;
   check_inside(domain, s->space, "source", src, t);
   check_inside(domain, d->space, "destination", dst, t);
   const std::uint64_t start = trace::span_begin();
-  const std::size_t moved = move_domain(t.combine(), storage_of(*d), df, storage_of(*s), sf, domain);
+  std::size_t moved = 0;
+  if (s->external || d->external) {
+    const storage dm = storage_of(*d), sm = storage_of(*s);
+    moved = move_domain_io({d->external ? nullptr : &dm, d->external.get()}, df,
+                           {s->external ? nullptr : &sm, s->external.get()}, sf, domain);
+  } else {
+    moved = move_domain(t.combine(), storage_of(*d), df, storage_of(*s), sf, domain);
+  }
   end_transfer_span(start, t, moved, here.id());
   event_trigger(done);
 }
@@ -151,41 +167,53 @@ event transfer_padded(instance src, std::vector<field_id> src_fields, instance d
              over == nullptr,
              over ? *over : index_space<3>()};
   // A poisoned precondition, or an error found at the destination, poisons the transfer.
-  return started_at(
-      dst.owner(), after,
-      [](instance s, instance d, const transfer& tr, event e) { start_at_destination(s, d, tr, e); }, src, dst, t);
+  const auto start = [](instance s, instance d, const transfer& tr, event e) { start_at_destination(s, d, tr, e); };
+  if (src.location().kind() == memory_kind::external || dst.location().kind() == memory_kind::external) {
+    if (how.op)
+      throw misuse_error(
+          fmt::format("{}: instance {:#x} is in external memory, which takes copies only: reduce into "
+                      "an instance in memory, then copy it",
+                      what, (src.location().kind() == memory_kind::external ? src : dst).id()));
+    return io_started_at(dst.owner(), after, start, src, dst, t);
+  }
+  return started_at(dst.owner(), after, start, src, dst, t);
 }
 
 event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const index_space<3>* over, int dims,
                   event after) {
   check_handles(inst, inst, over, dims, "rill::fill");
-  return started_at(
-      inst.owner(), after,
-      [](instance i, field_id id, const std::vector<std::byte>& v, bool whole, const index_space<3>& o, event done) {
-        data_module& here = data_here("rill::fill");
-        const std::shared_ptr<const instance_record> rec = here.find(i, "rill::fill");
-        const field_placement* p = rec->placement.find(id);
-        if (!p) throw misuse_error(fmt::format("rill::fill: instance {:#x} has no field {}", i.id(), id));
-        if (p->bytes != v.size())
-          throw misuse_error(fmt::format("rill::fill: field {} of instance {:#x} has {} bytes, the value {}", id,
-                                         i.id(), p->bytes, v.size()));
-        const index_space<3>& domain = whole ? rec->space : o;
-        const std::size_t outside = domain.subtract(rec->space).volume();
-        if (outside != 0)
-          throw misuse_error(fmt::format(
-              "rill::fill: {} point(s) to fill are not in the index space of instance {:#x}; nothing was written",
-              outside, i.id()));
-        const std::uint64_t start = trace::span_begin();
-        for (const rect<3>& r : domain.rects())
-          for_each_row_start(r, [&](const point<3>& q) {
-            std::byte* at = field_at(storage_of(*rec), *p, q);
-            for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
-              std::memcpy(at, v.data(), v.size());
-          });
-        trace::span_end<trace::kind::fill>(start, 0, domain.volume() * v.size());
-        event_trigger(done);
-      },
-      inst, f, value, over == nullptr, over ? *over : index_space<3>());
+  const auto start = [](instance i, field_id id, const std::vector<std::byte>& v, bool whole, const index_space<3>& o,
+                        event done) {
+    data_module& here = data_here("rill::fill");
+    const std::shared_ptr<const instance_record> rec = here.find_any(i, "rill::fill");
+    const field_placement* p = rec->placement.find(id);
+    if (!p) throw misuse_error(fmt::format("rill::fill: instance {:#x} has no field {}", i.id(), id));
+    if (p->bytes != v.size())
+      throw misuse_error(fmt::format("rill::fill: field {} of instance {:#x} has {} bytes, the value {}", id, i.id(),
+                                     p->bytes, v.size()));
+    const index_space<3>& domain = whole ? rec->space : o;
+    const std::size_t outside = domain.subtract(rec->space).volume();
+    if (outside != 0)
+      throw misuse_error(fmt::format(
+          "rill::fill: {} point(s) to fill are not in the index space of instance {:#x}; nothing was written", outside,
+          i.id()));
+    const std::uint64_t start = trace::span_begin();
+    if (rec->external) {
+      fill_store(*rec->external, *p, v, domain);
+    } else {
+      for (const rect<3>& r : domain.rects())
+        for_each_row_start(r, [&](const point<3>& q) {
+          std::byte* at = field_at(storage_of(*rec), *p, q);
+          for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
+            std::memcpy(at, v.data(), v.size());
+        });
+    }
+    trace::span_end<trace::kind::fill>(start, 0, domain.volume() * v.size());
+    event_trigger(done);
+  };
+  if (inst.location().kind() == memory_kind::external)
+    return io_started_at(inst.owner(), after, start, inst, f, value, over == nullptr, over ? *over : index_space<3>());
+  return started_at(inst.owner(), after, start, inst, f, value, over == nullptr, over ? *over : index_space<3>());
 }
 
 }  // namespace rill::detail

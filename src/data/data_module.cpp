@@ -10,7 +10,13 @@
 namespace rill::detail {
 namespace {
 
-const char* name_of(memory_kind k) { return k == memory_kind::registered ? "registered" : "system"; }
+const char* name_of(memory_kind k) {
+  switch (k) {
+    case memory_kind::registered: return "registered";
+    case memory_kind::external: return "external";
+    default: return "system";
+  }
+}
 
 }  // namespace
 
@@ -119,7 +125,19 @@ void data_module::create(instance handle, const index_space<3>& space, const fie
   live_.emplace(handle.id(), std::move(rec));
 }
 
-void data_module::destroy(instance handle) {
+void data_module::attach(instance handle, const index_space<3>& space, const field_space& fields,
+                         instance_layout placement, std::shared_ptr<external_store> store) {
+  auto rec = std::make_shared<instance_record>();
+  rec->handle = handle;
+  rec->space = space;
+  rec->fields = fields;
+  rec->placement = std::move(placement);
+  rec->external = std::move(store);
+  std::lock_guard g(lock_);
+  live_.emplace(handle.id(), std::move(rec));
+}
+
+std::shared_ptr<const instance_record> data_module::destroy(instance handle) {
   std::shared_ptr<instance_record> gone;
   {
     std::lock_guard g(lock_);
@@ -131,11 +149,23 @@ void data_module::destroy(instance handle) {
                       handle.id(), rank_));
     gone = std::move(it->second);
     live_.erase(it);
-    (handle.location().kind() == memory_kind::registered ? used_registered_ : used_system_) -= gone->placement.bytes;
+    if (!gone->external)
+      (handle.location().kind() == memory_kind::registered ? used_registered_ : used_system_) -= gone->placement.bytes;
   }
+  return gone;
 }
 
 std::shared_ptr<const instance_record> data_module::find(instance handle, const char* what) const {
+  std::shared_ptr<const instance_record> rec = find_any(handle, what);
+  if (rec->external)
+    throw misuse_error(
+        fmt::format("{}: instance {:#x} is {} attached on rank {}: its data has no address; copy it "
+                    "into an instance in memory (rill::copy)",
+                    what, handle.id(), rec->external->name(), rank_));
+  return rec;
+}
+
+std::shared_ptr<const instance_record> data_module::find_any(instance handle, const char* what) const {
   if (handle.owner() != rank_)
     throw misuse_error(fmt::format(
         "{}: instance {:#x} lives in {} memory of rank {}, not on rank {}: use it from a "

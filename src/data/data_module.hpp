@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "data/external_store.hpp"
 #include "data/instance_layout.hpp"
 #include "global/global_module.hpp"
 #include "rill/instance.hpp"
@@ -28,6 +29,8 @@ struct instance_record {
   std::byte* data = nullptr;
   std::uint8_t segment_tag = 0;   // registered memory: the allocation's generation
   segment* in_segment = nullptr;  // registered memory: where to free it
+  // External memory: the resource holding the data (no storage here), reached on I/O threads.
+  std::shared_ptr<external_store> external;
   ~instance_record();
 };
 
@@ -42,11 +45,19 @@ class data_module final : public rank_module {
   // Makes the instance here; throws rill::misuse_error when its memory has no room or its layout
   // does not fit.
   void create(instance handle, const index_space<3>& space, const field_space& fields, const layout& l);
-  // Forgets the instance (its storage goes with the last operation holding it); throws
-  // rill::misuse_error for one that does not exist here.
-  void destroy(instance handle);
-  // The instance's record; throws rill::misuse_error naming `what` when it does not exist here.
+  // An instance in external memory whose data is `store` (opened and checked already).
+  void attach(instance handle, const index_space<3>& space, const field_space& fields, instance_layout placement,
+              std::shared_ptr<external_store> store);
+  // Forgets the instance (its storage goes with the last operation holding it) and returns its
+  // record; throws rill::misuse_error for one that does not exist here.
+  std::shared_ptr<const instance_record> destroy(instance handle);
+  // The record of an instance in memory; throws rill::misuse_error naming `what` when it does
+  // not exist here or is external (its data has no address: copies reach it).
   std::shared_ptr<const instance_record> find(instance handle, const char* what) const;
+  // The same for any instance, external ones too (copies and fills, which handle them).
+  std::shared_ptr<const instance_record> find_any(instance handle, const char* what) const;
+
+  io_counters& io() { return io_; }
 
   // Where this rank can load and store the `bytes` of another rank's instance that start at
   // `address` there: the same address when both ranks share a process, the mapping of the
@@ -90,6 +101,7 @@ class data_module final : public rank_module {
     bool failed = false;
   };
   std::map<event, copy_arrivals> arrivals_;  // copies into this rank with pieces still to come
+  io_counters io_;
 };
 
 inline data_module& data_here(const char* what) { return current_module<data_module>(what); }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "data/data_module.hpp"
+#include "data/started_at.hpp"
 #include "rill/instance.hpp"
 #include "rill/proc.hpp"
 
@@ -13,6 +14,11 @@ created_instance instance::create_padded(memory m, int dims, const index_space<3
   detail::data_module& here = detail::data_here("rill::instance::create");
   if (!m.exists() || m.owner() < 0 || m.owner() >= rank_n())
     throw misuse_error(fmt::format("rill::instance::create: no such memory (rank {} of {})", m.owner(), rank_n()));
+  if (m.kind() == memory_kind::external)
+    throw misuse_error(
+        fmt::format("rill::instance::create: the external memory of rank {} holds attached resources "
+                    "only (rill::attach_instance)",
+                    m.owner()));
   if (fields.fields().empty()) throw misuse_error("rill::instance::create: the field space has no fields");
   // A layout that does not fit the fields is the caller's mistake: said here, not through the event.
   (void)detail::lay_out(dims, space.bounds(), fields, l);
@@ -28,6 +34,17 @@ created_instance instance::create_padded(memory m, int dims, const index_space<3
 
 event instance::destroy(event after) const {
   if (!exists()) throw misuse_error("rill::instance::destroy: no instance (a default-constructed handle)");
+  // An attached resource is synced and closed (or renamed into place) on an I/O thread; its
+  // event is poisoned when what was written may not be durable.
+  if (location().kind() == memory_kind::external)
+    return detail::io_started_at(
+        owner(), after,
+        [](instance i, event done) {
+          const auto rec = detail::data_here("rill::instance::destroy").destroy(i);
+          rec->external->close();
+          detail::event_trigger(done);
+        },
+        *this);
   return proc(owner()).spawn(
       rill::after(after), [](instance i) { detail::data_here("rill::instance::destroy").destroy(i); }, *this);
 }

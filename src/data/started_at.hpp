@@ -1,6 +1,7 @@
 // How a transfer (a copy, a fill, a reduction, a replay) begins: on a data-movement channel of one
-// rank once its precondition has triggered (scheduler/channel.hpp), with an event that its own code
-// triggers when the transfer is complete -- on whichever rank that is.
+// rank -- an I/O thread when it touches an external resource -- once its precondition has
+// triggered (scheduler/channel.hpp), with an event that its own code triggers when the transfer
+// is complete, on whichever rank that is.
 #pragma once
 #include <tuple>
 #include <type_traits>
@@ -19,35 +20,55 @@ template <class F>
 void on_channel(F&& fn) {
   channel_submit(make_task(std::forward<F>(fn)));
 }
+// Runs fn() on an I/O thread of the calling rank.
+template <class F>
+void on_io(F&& fn) {
+  io_submit(make_task(std::forward<F>(fn)));
+}
 
-// On the calling rank: once `pre` has triggered, fn(args..., done) on a channel. A poisoned `pre`
-// poisons `done` with the same cause, and so does what fn throws.
-template <class F, class... Args>
-void on_channel_when(event pre, event done, F fn, std::tuple<Args...> args) {
-  submit_when<&channel_submit>(pre, done, [done, fn, a = std::move(args)]() mutable {
+// On the calling rank: once `pre` has triggered, fn(args..., done) on a thread Submit queues for
+// (a channel, an I/O thread). A poisoned `pre` poisons `done` with the same cause, and so does
+// what fn throws.
+template <void (*Submit)(task_record*), class F, class... Args>
+void on_thread_when(event pre, event done, F fn, std::tuple<Args...> args) {
+  submit_when<Submit>(pre, done, [done, fn, a = std::move(args)]() mutable {
     auto body = [&] { std::apply([&](Args&... v) { fn(v..., done); }, a); };
     run_guarded(done, body);
   });
 }
-
-// Runs fn(args..., done) on a channel of `rank` once `after` has triggered and returns `done`, a
-// new event that fn's transfer triggers or poisons. fn is a lambda without captures (it is made
-// again on `rank`).
 template <class F, class... Args>
-event started_at(int rank, event after, F, Args&&... args) {
+void on_channel_when(event pre, event done, F fn, std::tuple<Args...> args) {
+  on_thread_when<&channel_submit>(pre, done, std::move(fn), std::move(args));
+}
+
+// Runs fn(args..., done) on a thread Submit queues for, of `rank`, once `after` has triggered and
+// returns `done`, a new event that fn's transfer triggers or poisons. fn is a lambda without
+// captures (it is made again on `rank`).
+template <void (*Submit)(task_record*), class F, class... Args>
+event started_on(int rank, event after, F, Args&&... args) {
   static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>, "started_at: a lambda without captures");
   const event done = user_event::create();
   if (rank == rank_me()) {
-    on_channel_when(after, done, F{}, std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...));
+    on_thread_when<Submit>(after, done, F{}, std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...));
     return done;
   }
   am::send(
       rank,
       [](event pre, event d, std::decay_t<Args>... a) {
-        on_channel_when(pre, d, F{}, std::tuple<std::decay_t<Args>...>(std::move(a)...));
+        on_thread_when<Submit>(pre, d, F{}, std::tuple<std::decay_t<Args>...>(std::move(a)...));
       },
       after, done, std::forward<Args>(args)...);
   return done;
+}
+// On a channel of `rank`.
+template <class F, class... Args>
+event started_at(int rank, event after, F fn, Args&&... args) {
+  return started_on<&channel_submit>(rank, after, fn, std::forward<Args>(args)...);
+}
+// On an I/O thread of `rank`: work that touches an external resource.
+template <class F, class... Args>
+event io_started_at(int rank, event after, F fn, Args&&... args) {
+  return started_on<&io_submit>(rank, after, fn, std::forward<Args>(args)...);
 }
 
 }  // namespace rill::detail

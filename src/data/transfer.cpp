@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "data/started_at.hpp"
 #include "rill/am.hpp"
 #include "rill/view.hpp"
 #include "trace/hooks.hpp"
@@ -174,7 +175,7 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
   data_module& here = data_here(t.what());
   std::string failure;
   try {
-    const std::shared_ptr<const instance_record> rec = here.find(dst, t.what());
+    const std::shared_ptr<const instance_record> rec = here.find_any(dst, t.what());
     const std::vector<const field_placement*> f = placements(*rec, t.dst_fields, "destination", t);
     std::vector<std::size_t> packed_bytes;
     std::size_t per_point = 0;
@@ -189,6 +190,19 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
     if (bytes.size() != points_in(rects) * per_point)
       throw misuse_error(fmt::format("{}: a piece from rank {} has {} bytes for {} points", t.what(), from,
                                      bytes.size(), points_in(rects)));
+    if (rec->external) {
+      // Written by an I/O thread, from a copy of the message's bytes (they are the handler's).
+      on_io([=, &here, in = std::vector<std::byte>(bytes.begin(), bytes.end())] {
+        std::string failed;
+        try {
+          unpack_into_store(*rec->external, f, rects, in.data());
+        } catch (const misuse_error& e) {
+          failed = e.what();
+        }
+        count_piece(here, t, total, done, failed);
+      });
+      return;
+    }
     const std::uint64_t start = trace::span_begin();
     unpack(t.combine(), storage_of(*rec), f, packed_bytes, rects, bytes.data());
     end_transfer_span(start, t, bytes.size(), from);
@@ -205,7 +219,11 @@ void send_piece(const std::shared_ptr<const instance_record>& rec, const std::ve
   const std::size_t size = points_in(piece) * bytes_per_point(f);
   std::shared_ptr<std::vector<std::byte>> packed;
   const std::byte* bytes = nullptr;
-  if (f.size() == 1 && piece.size() == 1 && contiguous(from, *f[0], piece[0])) {
+  if (rec->external) {
+    packed = std::make_shared<std::vector<std::byte>>(size);
+    pack_from_store(*rec->external, f, piece, packed->data());  // (on an I/O thread: move_from_source)
+    bytes = packed->data();
+  } else if (f.size() == 1 && piece.size() == 1 && contiguous(from, *f[0], piece[0])) {
     bytes = field_at(from, *f[0], piece[0].lo);  // travels as it lies in the instance
   } else {
     packed = std::make_shared<std::vector<std::byte>>(size);

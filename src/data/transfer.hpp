@@ -62,6 +62,23 @@ std::size_t move_domain(row_op op, const storage& to, const std::vector<const fi
                         const storage& from, const std::vector<const field_placement*>& from_f,
                         const index_space<3>& domain);
 
+// The same when one side or both are external (external_transfer.cpp), on an I/O thread: each
+// side is memory (`mem`) or a resource (`store`, non-null). Copies only; returns the bytes moved.
+struct io_side {
+  const storage* mem = nullptr;
+  external_store* store = nullptr;
+};
+std::size_t move_domain_io(const io_side& to, const std::vector<const field_placement*>& to_f, const io_side& from,
+                           const std::vector<const field_placement*>& from_f, const index_space<3>& domain);
+// A piece's bytes as pack() lays them out, read from a resource; and written into one.
+void pack_from_store(external_store& from, const std::vector<const field_placement*>& fields,
+                     const std::vector<rect<3>>& rects, std::byte* out);
+void unpack_into_store(external_store& to, const std::vector<const field_placement*>& fields,
+                       const std::vector<rect<3>>& rects, const std::byte* in);
+// Writes `value` into field f of the domain's points of a resource.
+void fill_store(external_store& to, const field_placement& f, std::span<const std::byte> value,
+                const index_space<3>& domain);
+
 poison_ptr failure_of(const transfer& t, const std::string& why);
 // At the destination's rank: a piece of the transfer whose event is `done` has been written (or
 // failed, saying why): the last one triggers or poisons the event.

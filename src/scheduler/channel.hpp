@@ -10,4 +10,8 @@ namespace rill::detail {
 // Queues `t` for a channel of the calling worker's rank. Call from a worker or channel.
 void channel_submit(task_record* t);
 
+// Queues `t` for an I/O thread of the calling worker's rank (--rill:io-threads): work that may
+// block in the kernel -- external I/O -- and so never runs on a worker or a channel.
+void io_submit(task_record* t);
+
 }  // namespace rill::detail

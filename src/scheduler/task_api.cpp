@@ -31,6 +31,7 @@ void task_submit(task_record* t) {
 }
 
 void channel_submit(task_record* t) { current_worker()->pool().submit_to_channel(t); }
+void io_submit(task_record* t) { current_worker()->pool().submit_to_io(t); }
 
 bool inline_task_begin(std::size_t callable_bytes) {
   worker* w = current_worker();

@@ -27,10 +27,11 @@ inline void cpu_relax() {
 
 }  // namespace
 
-worker::worker(worker_pool& pool, int index, bool channel, std::size_t stack_bytes, std::int64_t inline_queue)
+worker::worker(worker_pool& pool, int index, thread_role role, std::size_t stack_bytes, std::int64_t inline_queue)
     : pool_(pool),
       index_(index),
-      channel_(channel),
+      role_(role),
+      channel_(role != thread_role::worker),
       task_stack_bytes_(stack_bytes * sanitizer_stack_factor),
       inline_queue_(inline_queue),
       // Room for a task of --rill:stack bytes, and as much again under it: a finish runs its scope's
@@ -228,7 +229,7 @@ void worker::loop() {
     // would pay every time.)
     task_record* t = nullptr;
     if (channel_) {
-      t = pool_.take_channel_work();
+      t = role_ == thread_role::io ? pool_.take_io_work() : pool_.take_channel_work();
     } else {
       t = deque_.empty() ? nullptr : deque_.pop();
       if (!t) t = pool_.take_injected();

@@ -47,6 +47,11 @@ struct worker_counters {
 // stream of short tasks of one scope seldom touches the line the other workers count on. Holding
 // units only delays the scope's count reaching zero, never makes it early; the worker gives them
 // back before it starts a task of another scope, switches fibers or runs out of work.
+// What a thread of a rank's pool runs: tasks (a worker), copies, fills and reductions (a
+// data-movement channel), or external I/O -- reads and writes of files, HDF5, databases -- that
+// may block in the kernel for milliseconds (an I/O thread, --rill:io-threads).
+enum class thread_role : std::uint8_t { worker, channel, io };
+
 struct held_credit {
   void* scope = nullptr;  // null when units == 0
   std::int64_t units = 0;
@@ -54,14 +59,17 @@ struct held_credit {
 
 class worker {
  public:
-  // A channel (worker_pool.hpp) runs channel work instead of tasks, and never steals.
-  worker(worker_pool& pool, int index, bool channel, std::size_t stack_bytes, std::int64_t inline_queue);
+  // A channel or an I/O thread (worker_pool.hpp) runs the work handed to its kind instead of
+  // tasks, and never steals.
+  worker(worker_pool& pool, int index, thread_role role, std::size_t stack_bytes, std::int64_t inline_queue);
   ~worker();
   worker(const worker&) = delete;
   worker& operator=(const worker&) = delete;
 
   int index() const { return index_; }
-  bool channel() const { return channel_; }
+  // Whether it runs handed work only (a channel or an I/O thread), and which.
+  bool channel() const { return role_ != thread_role::worker; }
+  thread_role role() const { return role_; }
   worker_pool& pool() { return pool_; }
   worker_counters& counters() { return counters_; }
 
@@ -162,7 +170,8 @@ class worker {
 
   worker_pool& pool_;
   const int index_;
-  const bool channel_;
+  const thread_role role_;
+  const bool channel_;  // role_ != worker
   worker_counters counters_;
   chase_lev_deque<task_record*> deque_;
   const std::size_t task_stack_bytes_;  // --rill:stack (times the sanitizer factor)

@@ -11,11 +11,15 @@
 
 namespace rill::detail {
 
-worker_pool::worker_pool(rank_services& services, int workers, int channels, std::size_t stack_bytes,
+worker_pool::worker_pool(rank_services& services, int workers, int channels, int io_threads, std::size_t stack_bytes,
                          std::uint64_t idle_poll_us, std::int64_t inline_queue)
-    : services_(services), workers_(workers), idle_poll_ns_(idle_poll_us * 1000) {
-  for (int i = 0; i < workers + channels; ++i)
-    threads_.push_back(std::make_unique<worker>(*this, i, i >= workers, stack_bytes, inline_queue));
+    : services_(services), workers_(workers), channels_(channels), idle_poll_ns_(idle_poll_us * 1000) {
+  for (int i = 0; i < workers + channels + io_threads; ++i) {
+    const thread_role role = i < workers              ? thread_role::worker
+                             : i < workers + channels ? thread_role::channel
+                                                      : thread_role::io;
+    threads_.push_back(std::make_unique<worker>(*this, i, role, stack_bytes, inline_queue));
+  }
 }
 
 worker_pool::~worker_pool() = default;
@@ -23,10 +27,13 @@ worker_pool::~worker_pool() = default;
 void worker_pool::start(int rank) {
   for (auto& w : threads_) {
     worker* raw = w.get();
-    raw->thread_ = std::thread([raw, rank, workers = workers_] {
-      const std::string name =
-          "rill-r" + std::to_string(rank) +
-          (raw->channel() ? "c" + std::to_string(raw->index() - workers) : "w" + std::to_string(raw->index()));
+    raw->thread_ = std::thread([raw, rank, workers = workers_, channels = channels_] {
+      std::string name = "rill-r" + std::to_string(rank);
+      switch (raw->role()) {
+        case thread_role::worker: name += "w" + std::to_string(raw->index()); break;
+        case thread_role::channel: name += "c" + std::to_string(raw->index() - workers); break;
+        case thread_role::io: name += "io" + std::to_string(raw->index() - workers - channels); break;
+      }
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
       prepare_fault_report(rank);
       raw->thread_main();
@@ -53,6 +60,11 @@ void worker_pool::submit_to_channel(task_record* t) {
   notify(channels_asleep_);
 }
 
+void worker_pool::submit_to_io(task_record* t) {
+  io_work_.push(t);
+  notify(io_asleep_);
+}
+
 task_record* worker_pool::steal_for(int thief) {
   const int n = size();
   for (int k = 1; k < n; ++k) {
@@ -68,6 +80,7 @@ bool worker_pool::has_work(const worker& w) const {
   if (w.has_local_work()) return true;
   // A channel wakes for its own work only (it does not poll); a worker for arrivals and for what
   // workers take (or steal).
+  if (w.role() == thread_role::io) return io_work_.nonempty(std::memory_order_seq_cst);
   if (w.channel()) return channel_work_.nonempty(std::memory_order_seq_cst);
   if (services_.has_input() || injected_.nonempty(std::memory_order_seq_cst)) return true;
   for (int i = 0; i < workers_; ++i)
@@ -83,7 +96,7 @@ std::uint64_t worker_pool::worker_polls() const {
 
 bool worker_pool::quiet() const {
   if (active.load(std::memory_order_seq_cst) != 0) return false;
-  if (injected_.nonempty() || channel_work_.nonempty()) return false;
+  if (injected_.nonempty() || channel_work_.nonempty() || io_work_.nonempty()) return false;
   for (const auto& w : threads_)
     if (w->has_local_work()) return false;
   return active.load(std::memory_order_seq_cst) == 0;
@@ -101,7 +114,7 @@ void worker_pool::sleep(const worker& w, bool short_sleeps, int& backoff) {
   // the check for work after the announcement; the time limit is a last resort.
   using namespace std::chrono;
   const auto limit = short_sleeps ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
-  sleep_group& group = w.channel() ? channels_asleep_ : workers_asleep_;
+  sleep_group& group = group_of(w);
   std::unique_lock g(sleep_lock_);
   const std::uint64_t epoch = group.epoch;
   group.sleepers.fetch_add(1, std::memory_order_seq_cst);

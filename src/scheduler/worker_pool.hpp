@@ -4,7 +4,10 @@
 // (submit_to_channel: copies, fills, reductions), so that data moves while every worker runs a
 // task and no worker spends its time moving it (Realm's DMA threads). A channel is a worker
 // object too (fibers, per-thread state by index) that neither steals, nor takes injected tasks,
-// nor polls the network; the tasks its work releases go to the workers.
+// nor polls the network; the tasks its work releases go to the workers. I/O threads
+// (--rill:io-threads, at least one) are channels of their own kind for external I/O
+// (submit_to_io): a read of a file may block for milliseconds, and neither a worker nor a copy
+// should wait behind it (Iris §IV-A).
 //
 // The sleep/wake protocol, in short (scheduler/README.md has the whole argument): an idle worker
 // announces itself in its group's `sleepers` under sleep_lock_, checks for work once more, and
@@ -13,7 +16,7 @@
 // the waker sees the sleeper and bumps the group's `epoch` under the lock. Work a worker pushes on
 // its own deque skips the fence (notify_spawned): a sleeper may then miss it and sleep out its
 // limit, but the task is never lost, since its worker runs it. Channels sleep in a group of their
-// own: they wait for channel work only, and a spawn must not wake them.
+// own (and I/O threads one more): they wait for their own work only, and a spawn must not wake them.
 #pragma once
 
 #include <atomic>
@@ -44,8 +47,8 @@ struct task_scope_hooks {
 // The workers of one rank, how they steal from each other, and how idle ones sleep.
 class worker_pool {
  public:
-  worker_pool(rank_services& services, int workers, int channels, std::size_t stack_bytes, std::uint64_t idle_poll_us,
-              std::int64_t inline_queue);
+  worker_pool(rank_services& services, int workers, int channels, int io_threads, std::size_t stack_bytes,
+              std::uint64_t idle_poll_us, std::int64_t inline_queue);
   ~worker_pool();
 
   void start(int rank);  // launches the worker threads
@@ -53,9 +56,10 @@ class worker_pool {
 
   // The workers (indices 0 .. size() - 1), which run tasks and steal from each other.
   int size() const { return workers_; }
-  // Workers and channels (a channel's index is size() or more).
+  // Workers, channels and I/O threads, in that order of index.
   int threads() const { return static_cast<int>(threads_.size()); }
-  int channels() const { return threads() - size(); }
+  int channels() const { return channels_; }
+  int io_threads() const { return threads() - size() - channels(); }
   worker& at(int i) { return *threads_[static_cast<std::size_t>(i)]; }
   rank_services& services() { return services_; }
   // Set once, before the workers start, by the layer whose tasks have scopes.
@@ -74,11 +78,15 @@ class worker_pool {
   // Work for the channels; without channels, for the calling worker (as task_submit).
   void submit_to_channel(task_record* t);
   task_record* take_channel_work() { return channel_work_.take(); }
+  // Work for the I/O threads, always (there is at least one).
+  void submit_to_io(task_record* t);
+  task_record* take_io_work() { return io_work_.take(); }
 
   // True when no worker runs anything and no task or ready fiber is queued. Call from an idle worker.
   bool quiet() const;
   // True when something is waiting that `w` would do: received data, a fiber of its own woken, and
-  // for a worker a task (its own, injected, or one it could steal), for a channel channel work.
+  // for a worker a task (its own, injected, or one it could steal), for a channel or an I/O
+  // thread work of its kind.
   bool has_work(const worker& w) const;
   // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
   void notify() { notify(workers_asleep_); }
@@ -92,21 +100,24 @@ class worker_pool {
   // Wakes the sleeping workers unconditionally.
   void notify_all() { wake(workers_asleep_); }
   // Wakes the thread that `w` is, or would be, sleeping as: a fiber of its own was made ready.
-  void notify_thread_of(const worker& w) { wake(w.channel() ? channels_asleep_ : workers_asleep_); }
-  // Wakes everyone, workers and channels (the rank stops).
+  void notify_thread_of(const worker& w) { wake(group_of(w)); }
+  // Wakes everyone, workers, channels and I/O threads (the rank stops).
   void wake_everyone() {
     wake(workers_asleep_);
     wake(channels_asleep_);
+    wake(io_asleep_);
   }
   // `w` idles: sleeps until woken or for a time limit, short (20 us, doubling to 1 ms) when
   // `short_sleeps` (a rank that must poll to learn of arrivals, or a channel waiting for the
   // workers to poll), else 5 ms.
   void sleep(const worker& w, bool short_sleeps, int& backoff);
 
-  // How often the channels' (or the workers') sleep group was woken.
-  std::uint64_t wakes(bool channels) {
+  // How often the sleep group of threads of this role was woken.
+  std::uint64_t wakes(thread_role role) {
     std::lock_guard g(sleep_lock_);
-    return channels ? channels_asleep_.epoch : workers_asleep_.epoch;
+    return role == thread_role::worker    ? workers_asleep_.epoch
+           : role == thread_role::channel ? channels_asleep_.epoch
+                                          : io_asleep_.epoch;
   }
 
   // How often the workers (not the channels) have polled the network, together.
@@ -119,10 +130,12 @@ class worker_pool {
   task_scope_hooks scope_hooks_{};
   trace::rank_trace* trace_ = nullptr;
   const int workers_;
-  std::vector<std::unique_ptr<worker>> threads_;  // the workers, then the channels
+  const int channels_;
+  std::vector<std::unique_ptr<worker>> threads_;  // the workers, then the channels, then the I/O threads
   const std::uint64_t idle_poll_ns_;
   locked_task_queue injected_;
   locked_task_queue channel_work_;
+  locked_task_queue io_work_;
   // The threads of one kind asleep.
   struct sleep_group {
     std::condition_variable cv;
@@ -144,6 +157,15 @@ class worker_pool {
   std::mutex sleep_lock_;
   sleep_group workers_asleep_;
   sleep_group channels_asleep_;
+  sleep_group io_asleep_;
+  sleep_group& group_of(const worker& w) {
+    switch (w.role()) {
+      case thread_role::worker: return workers_asleep_;
+      case thread_role::channel: return channels_asleep_;
+      case thread_role::io: break;
+    }
+    return io_asleep_;
+  }
 };
 
 }  // namespace rill::detail

@@ -37,7 +37,7 @@ const char* const all_names[] = {"ranks",         "workers",
                                  "stats",         "unobserved-errors",
                                  "faults",        "unresponsive-s",
                                  "channels",      "instance-budget",
-                                 "launch-memo"};
+                                 "launch-memo",   "io-threads"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";

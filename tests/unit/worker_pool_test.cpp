@@ -1,5 +1,6 @@
-// worker_pool's sleep groups: what wakes a sleeping channel and what does not. The pool's threads
-// are not started; a test thread sleeps as its channel would, and the test counts the wake-ups.
+// worker_pool's sleep groups: what wakes a sleeping channel or I/O thread and what does not. The
+// pool's threads are not started; a test thread sleeps as its channel would, and the test counts
+// the wake-ups.
 #include "scheduler/worker_pool.hpp"
 
 #include <gtest/gtest.h>
@@ -22,13 +23,14 @@ class quiet_rank final : public rank_services {
   bool has_input() const override { return false; }
 };
 
-// Sleeps as the pool's channel (index 1) until told to stop, sleep after sleep.
+// Sleeps as the pool's thread `index` (a channel, an I/O thread) until told to stop, sleep after
+// sleep.
 class sleeping_channel {
  public:
-  explicit sleeping_channel(worker_pool& pool)
-      : thread_([this, &pool] {
+  explicit sleeping_channel(worker_pool& pool, int index = 1)
+      : thread_([this, &pool, index] {
           int backoff = 0;
-          while (!stop_.load()) pool.sleep(pool.at(1), false, backoff);
+          while (!stop_.load()) pool.sleep(pool.at(index), false, backoff);
         }) {}
   ~sleeping_channel() {
     stop_.store(true);
@@ -42,7 +44,7 @@ class sleeping_channel {
 
 TEST(WorkerPool, WhatWakesTheWorkersLeavesASleepingChannelAsleep) {
   quiet_rank rank;
-  worker_pool pool(rank, 1, 1, 64 * 1024, 50, 4);
+  worker_pool pool(rank, 1, 1, 1, 64 * 1024, 50, 4);
   ASSERT_TRUE(pool.at(1).channel());
   {
     const sleeping_channel channel(pool);
@@ -52,20 +54,40 @@ TEST(WorkerPool, WhatWakesTheWorkersLeavesASleepingChannelAsleep) {
       pool.notify_all();      // a task was injected, a worker's fiber made ready
     }
   }
-  EXPECT_EQ(pool.wakes(true), 0u) << "a worker's wake-up woke the channel";
-  EXPECT_GE(pool.wakes(false), 1000u);  // (notify_all wakes the workers' group whether or not one sleeps)
+  EXPECT_EQ(pool.wakes(thread_role::channel), 0u) << "a worker's wake-up woke the channel";
+  EXPECT_EQ(pool.wakes(thread_role::io), 0u) << "a worker's wake-up woke the I/O thread";
+  EXPECT_GE(pool.wakes(thread_role::worker), 1000u);  // (notify_all wakes the workers' group whether or not one sleeps)
 }
 
 TEST(WorkerPool, ChannelWorkLeavesTheWorkersAsleepAndTheStopWakesBoth) {
   quiet_rank rank;
-  worker_pool pool(rank, 1, 1, 64 * 1024, 50, 4);
+  worker_pool pool(rank, 1, 1, 1, 64 * 1024, 50, 4);
   task_record work;
   pool.submit_to_channel(&work);
-  EXPECT_EQ(pool.wakes(false), 0u) << "channel work woke the workers";
+  EXPECT_EQ(pool.wakes(thread_role::worker), 0u) << "channel work woke the workers";
   EXPECT_EQ(pool.take_channel_work(), &work);
   pool.wake_everyone();
-  EXPECT_EQ(pool.wakes(true), 1u);
-  EXPECT_EQ(pool.wakes(false), 1u);
+  EXPECT_EQ(pool.wakes(thread_role::channel), 1u);
+  EXPECT_EQ(pool.wakes(thread_role::worker), 1u);
+  EXPECT_EQ(pool.wakes(thread_role::io), 1u);
+}
+
+TEST(WorkerPool, IoWorkGoesToTheIoThreadsOnly) {
+  quiet_rank rank;
+  worker_pool pool(rank, 1, 1, 1, 64 * 1024, 50, 4);
+  ASSERT_EQ(pool.at(2).role(), thread_role::io);
+  ASSERT_EQ(pool.io_threads(), 1);
+  task_record work;
+  {
+    const sleeping_channel channel(pool);
+    pool.submit_to_io(&work);
+    EXPECT_FALSE(pool.has_work(pool.at(1))) << "I/O work woke the channel";
+    EXPECT_TRUE(pool.has_work(pool.at(2)));
+  }
+  EXPECT_EQ(pool.wakes(thread_role::worker), 0u) << "I/O work woke the workers";
+  EXPECT_EQ(pool.wakes(thread_role::channel), 0u) << "I/O work woke the channels";
+  EXPECT_EQ(pool.take_channel_work(), nullptr) << "I/O work reached the channels' queue";
+  EXPECT_EQ(pool.take_io_work(), &work);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+// External resources as instances (Realm's external instances, Iris §II-D): a file whose bytes are
+// an instance's data, attached in the external memory of a rank. Nothing is read or written when
+// it is attached; copies into and out of it do the I/O, on the rank's I/O threads
+// (--rill:io-threads), never on a worker; its destruction makes what was written durable.
+//
+//   auto [disk, ready] = rill::attach_instance(rill::memory::external(0), rill::rect<2>{{0, 0}, {999, 999}},
+//                                              rill::field_space{value}, rill::file_resource{"m.bin"});
+//   auto [mem, made] = rill::instance::create(rill::memory::system(1), rill::rect<2>{{0, 0}, {999, 999}},
+//                                             rill::field_space{value});
+//   rill::event loaded = rill::copy(disk, mem, {value.id}, rill::merge(ready, made));   // pread on rank 0
+//   rill::event closed = disk.destroy(loaded);                                            // close(2)
+//
+// A file holds the instance's layout as bytes from offset 0 (rill/layout.hpp: each field an array
+// over the bounding rect, dimension 0 fastest unless ordered otherwise, arrays on 64-byte
+// boundaries): a matrix of doubles written by another program is a one-field struct-of-arrays
+// instance. Errors -- a missing file, one of another size, a read-only file attached read-write,
+// a failed read or write, a full disk -- poison the event of the operation that met them, naming
+// the file and the cause. See docs/external.md.
+#pragma once
+#include <cereal/types/string.hpp>
+#include <cereal/types/variant.hpp>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "rill/event.hpp"
+#include "rill/instance.hpp"
+
+namespace rill {
+
+// How an attached resource may be used.
+enum class io_mode : std::uint8_t {
+  read_only,      // copies out of it only; the resource must exist
+  read_write,     // copies both ways, written in place; the resource must exist
+  write_discard,  // created or replaced: written to a new file that takes the name when it is destroyed
+};
+
+// A file holding an instance's bytes. In write_discard mode the data goes to a temporary file
+// beside it, which is synced and renamed over `path` when the instance is destroyed: a crash
+// before then leaves the old file (or none) whole, never a torn one.
+struct file_resource {
+  std::string path;
+  io_mode mode = io_mode::read_only;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(path, mode);
+  }
+};
+
+// What can be attached.
+using external_resource = std::variant<file_resource>;
+
+namespace detail {
+created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,
+                               const external_resource& r, const layout& l, event after);
+}  // namespace detail
+
+// An instance of `space` and `fields` whose data is the resource, in external memory m (the rank
+// whose I/O threads reach it), attached once `after` has triggered: the resource is opened and
+// checked then (it exists, has the layout's size, allows the mode), and the returned event
+// triggers, or is poisoned naming what is wrong.
+template <int N>
+created_instance attach_instance(memory m, const index_space<N>& space, const field_space& fields,
+                                 const external_resource& r, const layout& l = layout::soa(),
+                                 event after = event::none()) {
+  return detail::attach_padded(m, N, padded_to_3d(space), fields, r, l, after);
+}
+template <int N>
+created_instance attach_instance(memory m, const rect<N>& space, const field_space& fields, const external_resource& r,
+                                 const layout& l = layout::soa(), event after = event::none()) {
+  return attach_instance(m, index_space<N>(space), fields, r, l, after);
+}
+
+// The calling rank's external I/O so far: operations (each a system call or library call that
+// moves data), the bytes they moved, and the syncs that made writes durable.
+struct io_counts {
+  std::uint64_t attached = 0;  // resources opened
+  std::uint64_t reads = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t syncs = 0;
+};
+io_counts io_counts_here();
+
+}  // namespace rill

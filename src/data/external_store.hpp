@@ -1,0 +1,42 @@
+// The data of an external instance (rill/external.hpp): what a copy reads from and writes to in
+// place of memory. Every call may block in the kernel, so only I/O threads make them
+// (scheduler/channel.hpp: io_submit).
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "data/instance_layout.hpp"
+#include "rill/external.hpp"
+
+namespace rill::detail {
+
+// A rank's external I/O, counted as it happens (rill::io_counts).
+struct io_counters {
+  std::atomic<std::uint64_t> attached{0}, reads{0}, writes{0}, bytes_read{0}, bytes_written{0}, syncs{0};
+};
+
+class external_store {
+ public:
+  virtual ~external_store() = default;
+  // Field f's elements at the points of r (within the instance's bounds), in index-space order
+  // (dimension 0 fastest), densely: read into `out`, or written from `in`. Throw
+  // rill::misuse_error naming the resource and the cause.
+  virtual void read(const field_placement& f, const rect<3>& r, std::byte* out) = 0;
+  virtual void write(const field_placement& f, const rect<3>& r, const std::byte* in) = 0;
+  // Makes what was written durable and lets the resource go; throws on failure (the data may not
+  // have reached the disk). Called once, after every read and write.
+  virtual void close() = 0;
+  // "file '/data/m.bin'": how errors name it.
+  virtual const std::string& name() const = 0;
+  virtual io_mode mode() const = 0;
+};
+
+// Opens the resource for an instance whose layout is `placement` over `bounds`, checking it
+// against them; throws rill::misuse_error naming the resource and what is wrong.
+std::unique_ptr<external_store> open_store(const external_resource& r, const instance_layout& placement,
+                                           const rect<3>& bounds, io_counters& counters);
+
+}  // namespace rill::detail
