@@ -215,11 +215,23 @@ event merge_span(std::span<const event> events) {
   // Most merges have a few inputs (a launch's waits, a task's preconditions): no allocation then.
   small_vector<event, 8> pending;
   pending.reserve(events.size());
-  for (const event& e : events) {
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const event& e = events[i];
     if (e.is_none()) continue;
     const auto s = t.query(e, false);  // (a poisoned input is the result: it is passed on, not observed)
     if (s.triggered && s.known) {
-      if (s.cause) return e;  // a poisoned input: the merge is poisoned with its cause
+      if (s.cause) {
+        // A poisoned input: the merge is poisoned with its cause. The other inputs are its too:
+        // seen now if poisoned already, and when they trigger otherwise (an index launch whose
+        // points fail one after another is one error passed on, not several nobody observed).
+        for (const event& before : pending) when_triggered(before, [](const poison_ptr&) {});
+        for (const event& other : events.subspan(i + 1)) {
+          if (other.is_none() || other == e) continue;
+          const auto o = t.query(other, true);
+          if (!o.triggered || !o.known) when_triggered(other, [](const poison_ptr&) {});
+        }
+        return e;
+      }
       continue;
     }
     pending.push_back(e);

@@ -100,6 +100,26 @@ TEST_P(unobserved_errors, asking_only_whether_it_triggered_does_not_observe_it) 
   EXPECT_NE(o.err.find("only polled"), std::string::npos) << o.err;
 }
 
+// A merge with a poisoned input takes its cause and sees every other input: those poisoned
+// already, and those poisoned after it was made. Waiting on the merge observes them all (an index
+// launch whose points all fail is one error, not one the program saw and three nobody did).
+TEST_P(unobserved_errors, a_merge_of_several_failures_observes_them_all) {
+  const outcome o = run_capturing(GetParam(), [] {
+    const rill::event first = rill::proc(other_rank()).spawn([] { throw std::runtime_error("first failure"); });
+    while (!first.has_triggered()) rill::yield();
+    const rill::event early = rill::proc(other_rank()).spawn([] { throw std::runtime_error("early failure"); });
+    while (!early.has_triggered()) rill::yield();
+    rill::user_event gate = rill::user_event::create();
+    const rill::event late =
+        rill::proc(other_rank()).spawn(rill::after(gate), [] { throw std::runtime_error("late failure"); });
+    EXPECT_THROW(rill::merge(std::vector<rill::event>{late, first, early}).wait(), rill::poisoned_error);
+    gate.trigger();
+    while (!late.has_triggered()) rill::yield();
+  });
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.err.find("nobody observed"), std::string::npos) << o.err;
+}
+
 // An error passed down a chain nobody looks at is one error, reported at the end of the chain.
 TEST_P(unobserved_errors, an_error_passed_down_a_chain_is_reported_once) {
   const outcome o = run_capturing(GetParam(), [] {
