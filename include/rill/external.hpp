@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "rill/event.hpp"
 #include "rill/instance.hpp"
@@ -55,6 +56,18 @@ using external_resource = std::variant<file_resource>;
 namespace detail {
 created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,
                                const external_resource& r, const layout& l, event after);
+// How attached regions (rill/attach.hpp) learn whether a resource changed behind their back: on
+// the resource's rank, once `after` has triggered, its state is remembered under `slot`
+// (snapshot); `fields` of `over` are copied from it into dst unless it is still as at `slot`
+// (refresh: dst holds that state's data already); the event is poisoned, naming the resource and
+// `what`, if it changed since `slot` (unchanged).
+event external_snapshot(instance ext, std::uint64_t slot, event after);
+event external_refresh(instance ext, instance dst, std::vector<field_id> fields, const index_space<3>& over, int dims,
+                       std::uint64_t slot, event after);
+event external_unchanged(instance ext, std::uint64_t slot, event after, const char* what);
+// The resource synced and closed as instance::destroy does, once `after` has triggered; nothing
+// (and no error) if its attach failed.
+event external_close(instance ext, event after);
 }  // namespace detail
 
 // An instance of `space` and `fields` whose data is the resource, in external memory m (the rank

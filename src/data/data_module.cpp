@@ -165,6 +165,11 @@ std::shared_ptr<const instance_record> data_module::find(instance handle, const 
   return rec;
 }
 
+bool data_module::has(instance handle) const {
+  std::lock_guard g(lock_);
+  return live_.contains(handle.id());
+}
+
 std::shared_ptr<const instance_record> data_module::find_any(instance handle, const char* what) const {
   if (handle.owner() != rank_)
     throw misuse_error(fmt::format(

@@ -54,6 +54,7 @@ class data_module final : public rank_module {
   // The record of an instance in memory; throws rill::misuse_error naming `what` when it does
   // not exist here or is external (its data has no address: copies reach it).
   std::shared_ptr<const instance_record> find(instance handle, const char* what) const;
+  bool has(instance handle) const;
   // The same for any instance, external ones too (copies and fills, which handle them).
   std::shared_ptr<const instance_record> find_any(instance handle, const char* what) const;
 

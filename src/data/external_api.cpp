@@ -4,6 +4,7 @@
 
 #include "data/data_module.hpp"
 #include "data/started_at.hpp"
+#include "rill/copy.hpp"
 #include "rill/error.hpp"
 #include "rill/external.hpp"
 
@@ -38,6 +39,63 @@ created_instance attach_padded(memory m, int dims, const index_space<3>& space, 
       },
       inst, space, fields, l, r);
   return {inst, ready};
+}
+
+event external_snapshot(instance ext, std::uint64_t slot, event after) {
+  return io_started_at(
+      ext.owner(), after,
+      [](instance e, std::uint64_t s, event done) {
+        data_here("rill::attach").find_any(e, "rill::attach")->external->snapshot(s);
+        event_trigger(done);
+      },
+      ext, slot);
+}
+
+event external_refresh(instance ext, instance dst, std::vector<field_id> fields, const index_space<3>& over, int dims,
+                       std::uint64_t slot, event after) {
+  return io_started_at(
+      ext.owner(), after,
+      [](instance e, instance d, const std::vector<field_id>& f, const index_space<3>& o, int n, std::uint64_t s,
+         event done) {
+        if (data_here("rill::acquire").find_any(e, "rill::acquire")->external->unchanged_since(s)) {
+          event_trigger(done);
+          return;
+        }
+        const event copied = transfer_padded(e, f, d, f, &o, n, {}, event::none(), "rill::copy");
+        when_triggered(copied, [done](const poison_ptr& p) {
+          if (p)
+            event_poison(done, p);
+          else
+            event_trigger(done);
+        });
+      },
+      ext, dst, std::move(fields), over, dims, slot);
+}
+
+event external_unchanged(instance ext, std::uint64_t slot, event after, const char* what) {
+  return io_started_at(
+      ext.owner(), after,
+      [](instance e, std::uint64_t s, const std::string& op, event done) {
+        const auto rec = data_here("rill::release").find_any(e, "rill::release");
+        if (!rec->external->unchanged_since(s))
+          throw misuse_error(
+              fmt::format("{}: {} changed outside the runtime while it was acquired (another "
+                          "program wrote it); its updates were not written over it",
+                          op, rec->external->name()));
+        event_trigger(done);
+      },
+      ext, slot, std::string(what));
+}
+
+event external_close(instance ext, event after) {
+  return io_started_at(
+      ext.owner(), after,
+      [](instance e, event done) {
+        data_module& here = data_here("rill::detach");
+        if (here.has(e)) here.destroy(e)->external->close();
+        event_trigger(done);
+      },
+      ext);
 }
 
 }  // namespace detail

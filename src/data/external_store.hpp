@@ -29,6 +29,12 @@ class external_store {
   // Makes what was written durable and lets the resource go; throws on failure (the data may not
   // have reached the disk). Called once, after every read and write.
   virtual void close() = 0;
+  // The resource's state as it is now, remembered under `slot`; and whether it is still in the
+  // state remembered there (false for a slot never remembered). Another program's write changes
+  // it; for a file, its size, modification and change times and inode (of the path: a file
+  // replaced by a rename counts as changed).
+  virtual void snapshot(std::uint64_t slot) = 0;
+  virtual bool unchanged_since(std::uint64_t slot) = 0;
   // "file '/data/m.bin'": how errors name it.
   virtual const std::string& name() const = 0;
   virtual io_mode mode() const = 0;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <mutex>
 #include <shared_mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "common/log.hpp"
@@ -118,10 +119,41 @@ class file_store final : public external_store {
     sync_directory();
   }
 
+  void snapshot(std::uint64_t slot) override {
+    const state now = current();
+    std::lock_guard g(states_lock_);
+    states_[slot] = now;
+  }
+  bool unchanged_since(std::uint64_t slot) override {
+    const state now = current();
+    std::lock_guard g(states_lock_);
+    const auto it = states_.find(slot);
+    return it != states_.end() && it->second == now;
+  }
+
   const std::string& name() const override { return name_; }
   io_mode mode() const override { return mode_; }
 
  private:
+  // What tells one version of the file from another. (A write_discard file is the runtime's
+  // alone until it takes the path: its temporary file.)
+  struct state {
+    off_t size = 0;
+    timespec modified{}, changed{};
+    ino_t inode = 0;
+    bool operator==(const state& o) const {
+      return size == o.size && inode == o.inode && modified.tv_sec == o.modified.tv_sec &&
+             modified.tv_nsec == o.modified.tv_nsec && changed.tv_sec == o.changed.tv_sec &&
+             changed.tv_nsec == o.changed.tv_nsec;
+    }
+  };
+  state current() const {
+    struct stat st {};
+    const int rc = mode_ == io_mode::write_discard ? ::fstat(fd_, &st) : ::stat(path_.c_str(), &st);
+    if (rc != 0) return state{-1, {}, {}, 0};  // (gone: unlike every state remembered)
+    return state{st.st_size, st.st_mtim, st.st_ctim, st.st_ino};
+  }
+
   [[noreturn]] void fail(const std::string& why) const { throw misuse_error(fmt::format("{} {}", name_, why)); }
   [[noreturn]] void fail_closing(const std::string& why) {
     ::close(fd_);
@@ -244,6 +276,8 @@ class file_store final : public external_store {
   int fd_ = -1;
   bool written_ = false;
   std::shared_mutex writes_;
+  std::mutex states_lock_;
+  std::unordered_map<std::uint64_t, state> states_;   // by slot
   static thread_local std::vector<std::byte> range_;  // through_range's, per I/O thread
 };
 

@@ -143,6 +143,9 @@ event launch_analysis::destroy_tree(region root, event after) {
   if (node.root != node.id)
     throw misuse_error(
         fmt::format("{}: region {:#x} is a subregion; destroy its tree's root {:#x}", how, root.id(), node.root));
+  if (auto t = top_.trees.find(root.id()); t != top_.trees.end() && !t->second.attachments.empty())
+    throw misuse_error(fmt::format("{}: region {:#x} of the tree is attached to {}; detach it first", how,
+                                   t->second.attachments.front().region, "an external resource"));
   destroyed_.insert(root.id());
   std::erase_if(paths_, [&](const auto& p) { return p.second.front()->id == root.id(); });
   // Remembered analyses point into the tree states (launch_memo.hpp): the others are analysed again.
@@ -220,6 +223,7 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, std::span
     tree->second.for_each_meeting(*paths[i], [&](node_state& s) {
       for (std::size_t k : s.instances) {
         const tracked_instance& t = tree->second.instances[k];
+        if (t.external) continue;  // (an attached file draws no task to its rank)
         for (field_id f : fields[i]) {
           auto v = t.valid.find(f);
           if (v == t.valid.end() || !v->second.points.bounds().overlaps(node.space.bounds())) continue;
@@ -247,8 +251,9 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   std::size_t best = no_instance, best_volume = 0;
   tree.for_each_meeting_holding(path, [&](node_state& s, bool holds) {
     if (!holds) return;
-    auto here = std::find_if(s.instances.begin(), s.instances.end(),
-                             [&](std::size_t k) { return tree.instances[k].rank == rank; });
+    auto here = std::find_if(s.instances.begin(), s.instances.end(), [&](std::size_t k) {
+      return tree.instances[k].rank == rank && !tree.instances[k].external;
+    });
     if (here == s.instances.end()) return;
     const std::size_t volume = s.space.volume();
     if (best == no_instance || volume > best_volume) best = *here, best_volume = volume;
@@ -257,7 +262,7 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   for (auto up = path.rbegin(); up != path.rend() && node.space.empty() && best == no_instance; ++up)
     if (node_state* s = tree.find((*up)->id))
       for (std::size_t k : s->instances)
-        if (tree.instances[k].rank == rank) best = k;
+        if (tree.instances[k].rank == rank && !tree.instances[k].external) best = k;
   if (best != no_instance) {
     tree.instances[best].last_chosen = clock_;
     return best;
@@ -337,7 +342,7 @@ void launch_analysis::collect(int rank, std::size_t needed) {
   for (auto& [root, tree] : ctx_->trees)
     for (std::size_t k = 0; k < tree.instances.size(); ++k) {
       const tracked_instance& t = tree.instances[k];
-      if (t.live && !t.borrowed && t.rank == rank && t.last_chosen != clock_)
+      if (t.live && !t.borrowed && !t.external && t.rank == rank && t.last_chosen != clock_)
         oldest_first.push_back({t.last_chosen, &tree, k});
     }
   std::sort(oldest_first.begin(), oldest_first.end(),
@@ -542,6 +547,9 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   launch_plan out{rank, event::none(), {}, spawn_event(rank)};
   small_vector<tree_state*> trees;  // each requirement's
   for (const region_path* path : paths) trees.push_back(&ctx_->trees[path->back()->root]);
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i].priv == privilege::reduce && !trees[i]->attachments.empty())
+      refuse_attached_reduction(*trees[i], *paths[i]->back(), fields[i]);
   // What the analysis finds, to be remembered if it leaves the data where it is.
   launch_memo memo;
   bool remember = remembered != nullptr;
@@ -602,6 +610,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
       if (reqs[i].priv == privilege::write_discard) {
         discard_pending(tree, node.space, f);
       } else {
+        if (!tree.attachments.empty()) refresh_mirrors(tree, *paths[i], home, f, after, as_span(earlier[i]));
         bring_in(tree, *paths[i], home, f, after, as_span(earlier[i]));
         apply_pending(tree, *paths[i], home, f, 0);
       }
@@ -649,6 +658,8 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     region_user use{{fields[i].begin(), fields[i].end()}, reqs[i].priv, reqs[i].coh, homes[i], out.done,
                     reqs[i].redop ? reqs[i].redop->id : 0};
     const std::size_t k = tree.record_use(at, std::move(use));
+    if (!tree.attachments.empty() && homes[i] != no_instance)
+      give_back(tree, *paths[i], homes[i], fields[i], writes(reqs[i].priv), at.users[k]);
     if (remember) {
       region_user shape = at.users[k];
       shape.done = event::none();

@@ -17,6 +17,7 @@
 
 #include "regions/launch_context.hpp"
 #include "regions/region_state.hpp"
+#include "rill/attach.hpp"
 #include "rill/config.hpp"
 #include "rill/event.hpp"
 #include "rill/launch.hpp"
@@ -49,6 +50,14 @@ class launch_analysis final : public rank_module {
   // it have ended, failed or not; returns the event of their destruction.
   event destroy_tree(region root, event after);
   launch_counts counts() const;
+
+  // rill::attach, acquire, release and detach (rill/attach.hpp, attachments.cpp): in program order
+  // with the rank's top-level launches.
+  event attach(region r, std::vector<field_id> fields, const external_resource& res, event after,
+               const attach_options& options);
+  event acquire(region r, event after);
+  event release(region r, event after);
+  event detach(region r, event after);
 
   void report_counters(counter_report& out) override;
 
@@ -124,6 +133,33 @@ class launch_analysis final : public rank_module {
   index_space<3> apply_unapplied(tree_state& tree, field_id f, const index_space<3>& space, Take&& take, Issue&& issue);
   // Forgets the pending reductions of field f over `space`: a write_discard replaces them.
   void discard_pending(tree_state& tree, const index_space<3>& space, field_id f);
+  // The tree, attachment and path of attached region r, in turn at the top level; refused when r
+  // is not attached or the call comes from a launched task.
+  struct attached {
+    tree_state* tree;
+    attachment* att;
+    const region_path* path;
+  };
+  attached attachment_of(region r, const char* how);
+  // Every recorded use of `fields` at points of the region at the end of `path`, with its end.
+  static std::vector<conflict> uses_of(tree_state& tree, const region_path& path, std::span<const field_id> fields);
+  // Records a use of the attachment's region by the attachment's own operation, which waited for
+  // every earlier use (they are dropped).
+  static void record_own_use(tree_state& tree, const region_path& path, const attachment& a, privilege p, event done);
+  // A launch's instance `home` of the region at the end of `path`, under a restricted attachment:
+  // the points of field f it mirrors are refreshed from the resource (before bring_in copies the
+  // rest from it), and once the task has run -- `use` is its recorded use -- the resource is the
+  // only valid instance again, given back what the task wrote first.
+  void refresh_mirrors(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
+                       std::span<const conflict> earlier);
+  void give_back(tree_state& tree, const region_path& path, std::size_t home, std::span<const field_id> fields,
+                 bool wrote, region_user& use);
+  // Refuses a reduction on attached points (its fold would apply to the resource's data).
+  static void refuse_attached_reduction(const tree_state& tree, const region_node& node,
+                                        const std::vector<field_id>& fields);
+  // release(): writes back into the resource what other instances hold newer, after `after`, then
+  // restricts it again; returns the event of the resource holding it.
+  event write_back(tree_state& tree, attachment& a, const region_path& path, event after);
   // Destroys instances on `rank` until `needed` more bytes fit in the budget there, least recently
   // chosen first, skipping those chosen by the launch being analysed and those that hold some
   // point of a field that no other instance holds valid. (Short of such instances, the budget is
@@ -153,6 +189,7 @@ class launch_analysis final : public rank_module {
   std::map<std::vector<std::uint64_t>, std::uint32_t> shapes_;  // shape_of's numbers, in turns
   std::unordered_map<int, std::size_t> held_;                   // bytes of live instances by rank, in turns
   std::uint64_t clock_ = 0;                                     // launches analysed, in turns
+  std::uint64_t next_slot_ = 1;                                 // attachments' snapshot slots, in turns
   std::atomic<std::uint64_t> launches_{0}, repeated_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0},
       reductions_{0}, collected_{0};
 };

@@ -126,6 +126,8 @@ struct tracked_instance {
   bool live = true;
   // A launched task's own instance, in its sub-launches' state: never collected or destroyed there.
   bool borrowed = false;
+  // An attached resource (rill/attach.hpp): data is copied to and from it, no task maps to it.
+  bool external = false;
   // Kept only under a budget: the tasks and copies that used it (reading or writing), and the
   // analysis's clock when a launch last chose it (least recently used goes first).
   event last_use;
@@ -165,6 +167,23 @@ struct node_state {
 struct conflict {
   const node_state* at;
   event done;
+};
+
+// An external resource attached to a region of the tree (rill/attach.hpp): its instance among the
+// tree's, with the points and fields it holds. Restricted (not acquired), it is the only valid
+// instance of them between launches: a task's instance is given their data before it runs and,
+// if the task writes, gives it back after. Instances that hold the resource's data as it was at
+// `slot` (the state a snapshot of it remembered) are its mirrors: a launch or an acquire refreshes
+// a mirror -- copying only if the resource changed -- instead of reading the resource again.
+struct attachment {
+  std::uint64_t region = 0;
+  index_space<3> space;
+  std::vector<field_id> fields;  // sorted
+  std::size_t ext = 0;           // in tree_state::instances
+  bool acquired = false;
+  std::uint64_t slot = 0;           // the state mirrors hold
+  std::uint64_t acquired_slot = 0;  // the state at the acquire (a release checks it is unchanged)
+  std::map<std::pair<std::size_t, field_id>, index_space<3>> mirrors;  // by instance and field
 };
 
 class tree_state {
@@ -226,6 +245,7 @@ class tree_state {
   std::vector<tracked_instance> instances;  // never shrinks: node states hold indices
   std::vector<pending_reduction> pending;
   std::vector<spare_fold> spare_folds;
+  std::vector<attachment> attachments;
 
  private:
   // The regions with state meeting the one at the end of `path`, in the order for_each_meeting

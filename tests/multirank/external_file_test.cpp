@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data_harness.hpp"
+#include "file_harness.hpp"
 #include "harness.hpp"
 #include "rill/copy.hpp"
 #include "rill/external.hpp"
@@ -29,39 +30,6 @@ namespace {
 class external_files : public ::testing::TestWithParam<setup> {};
 
 using namespace data;  // NOLINT(google-build-using-namespace): the suite's shared names
-
-namespace fs = std::filesystem;
-
-// A directory of its own for a test, removed with its files at the end.
-struct scratch_dir {
-  fs::path path;
-  scratch_dir() {
-    std::string pattern = (fs::temp_directory_path() / "rill-external-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~scratch_dir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-  // The names in it (a temporary file left behind would show here).
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-    return out;
-  }
-};
-
-std::vector<char> bytes_of_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const std::string& path, std::size_t bytes, char value) {
-  std::ofstream out(path, std::ios::binary);
-  const std::vector<char> data(bytes, value);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
 
 template <int N>
 rill::instance in_memory(int rank, const rill::index_space<N>& space, const rill::layout& l = rill::layout::soa()) {

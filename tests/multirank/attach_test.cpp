@@ -1,0 +1,309 @@
+// Files attached to regions (rill/attach.hpp): restricted launches read the file before they run
+// and write it back after; acquire lets copies in memory stand for it, release writes back once
+// (and a re-acquire of unchanged data reads nothing); a file changed by another program while
+// acquired poisons the release and is not written over; the points of a partitioned region are
+// read by the ranks their launches run on, each its own part once; a checkpoint is a region
+// attached write_discard and detached; bad calls are refused naming the cause.
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data_harness.hpp"
+#include "file_harness.hpp"
+#include "harness.hpp"
+#include "rill/attach.hpp"
+#include "rill/launch.hpp"
+#include "rill/partition.hpp"
+
+namespace rill_test {
+namespace {
+
+class attach : public ::testing::TestWithParam<setup> {};
+
+using data::misuse_of;
+using data::poison_of;
+using data::says;
+
+constexpr rill::field<double> value{1};
+constexpr rill::coord_t points = 4096;
+constexpr std::size_t file_bytes = points * sizeof(double);
+
+// A file of `points` doubles, point i holding f(i).
+template <class F>
+void write_doubles(const std::string& path, F f) {
+  std::ofstream out(path, std::ios::binary);
+  for (rill::coord_t i = 0; i < points; ++i) {
+    const double v = f(i);
+    out.write(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+}
+
+// How many points of the file do not hold f(i) (all of them when it has another size).
+template <class F>
+long wrong_in_file(const std::string& path, F f) {
+  const std::vector<char> bytes = bytes_of_file(path);
+  if (bytes.size() != file_bytes) return points;
+  long wrong = 0;
+  for (rill::coord_t i = 0; i < points; ++i) {
+    double v = 0;
+    std::memcpy(&v, bytes.data() + i * sizeof(double), sizeof v);
+    if (v != f(i)) ++wrong;
+  }
+  return wrong;
+}
+
+struct grid {
+  rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value});
+  rill::partition pieces = rill::partition_equal(root, 4);
+};
+
+// Every point's value v becomes v * 2 + 1, a piece per point task.
+rill::event step(const grid& g) {
+  return rill::index_launch(
+      [](const rill::physical_regions& rs, std::size_t) {
+        const auto v = rs[0].write<double, 1>(value);
+        rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = v[p] * 2 + 1; });
+      },
+      g.pieces, {rill::req(g.pieces, {value.id}, rill::privilege::read_write)});
+}
+
+// The points of r whose value is not f(i), counted by a launch reading it.
+template <class F>
+long wrong_in_region(rill::region r, F) {
+  rill::promise<long> wrong;
+  rill::launch(
+      [](const rill::physical_regions& rs, rill::promise<long> out) {
+        const auto v = rs[0].read<double, 1>(value);
+        long bad = 0;
+        rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) {
+          if (v[p] != F{}(p[0])) ++bad;
+        });
+        out.put(bad);
+      },
+      {rill::req(r, {value.id}, rill::privilege::read_only)}, wrong);
+  return wrong.get_future().get();
+}
+
+rill::io_counts io_counts_of(int rank) {
+  return rill::rpc(rank, [] { return rill::io_counts_here(); }).get();
+}
+
+struct identity {
+  double operator()(rill::coord_t i) const { return static_cast<double>(i); }
+};
+struct once {  // identity after one step
+  double operator()(rill::coord_t i) const { return static_cast<double>(i) * 2 + 1; }
+};
+struct twice {
+  double operator()(rill::coord_t i) const { return once{}(i)*2 + 1; }
+};
+struct thrice {
+  double operator()(rill::coord_t i) const { return twice{}(i)*2 + 1; }
+};
+
+// Restricted: each launch reads the file (its points, on the ranks the points run on: each part
+// once) and a launch that writes gives its data back before anything later touches it.
+TEST_P(attach, restricted_launches_read_the_file_and_write_it_back) {
+  const scratch_dir dir;
+  const std::string path = dir / "values.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          const int last = rill::rank_n() - 1;
+                          grid g;
+                          const rill::io_counts before = io_counts_of(last);
+                          rill::attach(g.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write},
+                                       rill::event::none(), {.rank = last})
+                              .wait();
+                          const rill::io_counts attached = io_counts_of(last);
+                          expect(attached.reads == before.reads, "the attach read the file");
+                          step(g).wait();
+                          const rill::io_counts stepped = io_counts_of(last);
+                          expect(stepped.bytes_read - before.bytes_read == file_bytes,
+                                 "a step over the pieces read " +
+                                     std::to_string(stepped.bytes_read - before.bytes_read) +
+                                     " bytes of the file, not each point once");
+                          // The read comes after the writes back: the file holds the step already.
+                          expect(wrong_in_region(g.root, once{}) == 0, "a restricted read saw wrong values");
+                          expect(wrong_in_file(path, once{}) == 0, "a restricted step did not reach the file");
+                          rill::detach(g.root).wait();
+                          expect(wrong_in_file(path, once{}) == 0, "the detached file lost the step");
+                          // After the detach the region keeps its data, in memory.
+                          expect(wrong_in_region(g.root, once{}) == 0, "a detached region lost its data");
+                        }),
+            0);
+}
+
+// Acquired, steps work on copies in memory: the file is read once and written once, at the
+// release. Re-acquired while unchanged, the copies are valid again without a byte read.
+TEST_P(attach, acquire_keeps_copies_and_release_writes_back_once) {
+  const scratch_dir dir;
+  const std::string path = dir / "values.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          const int last = rill::rank_n() - 1;
+                          grid g;
+                          rill::attach(g.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write},
+                                       rill::event::none(), {.rank = last});
+                          const rill::io_counts before = io_counts_of(last);
+                          rill::acquire(g.root);
+                          step(g);
+                          step(g).wait();
+                          const rill::io_counts stepped = io_counts_of(last);
+                          expect(stepped.bytes_read - before.bytes_read == file_bytes,
+                                 "two acquired steps read the file more than once");
+                          expect(stepped.writes == before.writes, "an acquired step wrote the file");
+                          expect(wrong_in_file(path, identity{}) == 0, "the file changed before the release");
+                          rill::release(g.root).wait();
+                          expect(wrong_in_file(path, twice{}) == 0, "the release did not write the steps back");
+                          const rill::io_counts released = io_counts_of(last);
+                          expect(released.bytes_written - stepped.bytes_written == file_bytes,
+                                 "the release wrote " + std::to_string(released.bytes_written - stepped.bytes_written) +
+                                     " bytes, not the file once");
+                          rill::acquire(g.root).wait();
+                          step(g).wait();
+                          expect(io_counts_of(last).bytes_read == released.bytes_read,
+                                 "a re-acquire of unchanged data read the file");
+                          rill::detach(g.root).wait();  // (releases first)
+                          expect(wrong_in_file(path, thrice{}) == 0, "the detach did not write the last step back");
+                        }),
+            0);
+}
+
+// Another program appends to the file while it is acquired: the release is poisoned naming the
+// file, and the other program's data is not written over.
+TEST_P(attach, a_file_changed_while_acquired_poisons_the_release_and_is_kept) {
+  const scratch_dir dir;
+  const std::string path = dir / "shared.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          grid g;
+                          rill::attach(g.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write});
+                          rill::acquire(g.root).wait();
+                          step(g).wait();
+                          {
+                            std::ofstream other(path, std::ios::binary | std::ios::app);
+                            other.write("!", 1);
+                          }
+                          const std::string released = poison_of(rill::release(g.root));
+                          expect(says(released, "shared.bin") && says(released, "changed outside"),
+                                 "a release over another program's change: " + released);
+                          // (The detach fails for the same cause; it still closes the file.)
+                          const std::string detached = poison_of(rill::detach(g.root));
+                          expect(says(detached, "changed outside"), "a detach after a failed release: " + detached);
+                          // The other program's bytes are there, and the file's own were not written over.
+                          std::vector<char> bytes = bytes_of_file(path);
+                          expect(bytes.size() == file_bytes + 1 && bytes.back() == '!',
+                                 "the other program's change was lost");
+                          bytes.pop_back();
+                          {
+                            std::ofstream out(dir / "before.bin", std::ios::binary);
+                            out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+                          }
+                          expect(wrong_in_file(dir / "before.bin", identity{}) == 0, "the release wrote over the file");
+                        }),
+            0);
+}
+
+// A checkpoint: data computed in memory, copied by a launch into a region attached write_discard
+// to a new file, which the detach makes durable under its name.
+TEST_P(attach, a_checkpoint_is_a_region_attached_write_discard_and_detached) {
+  const scratch_dir dir;
+  const std::string path = dir / "checkpoint.bin";
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          grid live;
+                          rill::index_launch(
+                              [](const rill::physical_regions& rs, std::size_t) {
+                                const auto v = rs[0].write<double, 1>(value);
+                                rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = once{}(p[0]); });
+                              },
+                              live.pieces, {rill::req(live.pieces, {value.id}, rill::privilege::write_discard)});
+                          grid saved;
+                          rill::attach(saved.root, {value.id}, rill::file_resource{path, rill::io_mode::write_discard},
+                                       rill::event::none(), {.rank = rill::rank_n() - 1});
+                          rill::index_launch(
+                              [](const rill::physical_regions& rs, std::size_t) {
+                                const auto from = rs[0].read<double, 1>(value);
+                                const auto to = rs[1].write<double, 1>(value);
+                                rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { to[p] = from[p]; });
+                              },
+                              live.pieces,
+                              {rill::req(live.pieces, {value.id}, rill::privilege::read_only),
+                               rill::req(saved.pieces, {value.id}, rill::privilege::write_discard)});
+                          expect(!fs::exists(path), "the checkpoint took its name before the detach");
+                          rill::detach(saved.root).wait();
+                          expect(wrong_in_file(path, once{}) == 0, "the checkpoint does not hold the data");
+                          expect(dir.names() == std::vector<std::string>{"checkpoint.bin"},
+                                 "a temporary file was left beside the checkpoint");
+                        }),
+            0);
+}
+
+TEST_P(attach, bad_calls_are_refused_naming_the_cause) {
+  const scratch_dir dir;
+  const std::string path = dir / "values.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(
+      run_checked(
+          GetParam(),
+          [&] {
+            grid g;
+            const rill::file_resource file{path, rill::io_mode::read_write};
+            expect(says(misuse_of([&] { rill::detach(g.root); }), "not attached"),
+                   "a detach of a region that is not attached");
+            const rill::event wrong_size = rill::attach(g.pieces.subregion(1), {value.id}, file);
+            const std::string twice = misuse_of([&] { rill::attach(g.root, {value.id}, file); });
+            expect(says(twice, "attached already"), "an attach over an attached region: " + twice);
+            // A failed attach fails its detach for the same cause.
+            const std::string sized = poison_of(wrong_size);
+            expect(says(sized, "values.bin") && says(sized, "needs 8192"), "a wrong size: " + sized);
+            expect(poison_of(rill::detach(g.pieces.subregion(1))) == sized, "the detach of a failed attach");
+
+            rill::attach(g.root, {value.id}, file);
+            expect(says(misuse_of([&] { rill::release(g.root); }), "not acquired"), "a release without an acquire");
+            rill::acquire(g.root);
+            expect(says(misuse_of([&] { rill::acquire(g.root); }), "acquired already"), "an acquire twice");
+            const std::string reduce = misuse_of([&] {
+              rill::launch([](const rill::physical_regions&) {},
+                           {rill::req(g.root, {value.id}, rill::reduce_with<rill::reduce::sum<double>>())});
+            });
+            expect(says(reduce, "attached"), "a reduction on attached points: " + reduce);
+            const std::string destroyed = misuse_of([&] { g.root.destroy(); });
+            expect(says(destroyed, "detach it first"), "a tree destroyed while attached: " + destroyed);
+            rill::promise<std::string> said;
+            rill::launch([](const rill::physical_regions& rs,
+                            rill::promise<std::string> out) { out.put(misuse_of([&] { rill::detach(rs[0].reg); })); },
+                         {rill::req(g.root, {value.id}, rill::privilege::read_only)}, said);
+            const std::string in_task = said.get_future().get();
+            expect(says(in_task, "launched task"), "a detach in a launched task: " + in_task);
+            rill::detach(g.root).wait();
+          }),
+      0);
+}
+
+// An attach of a missing file is poisoned, and so is every launch that needs its data.
+TEST_P(attach, a_missing_file_poisons_the_attach_and_the_launches_that_need_it) {
+  const scratch_dir dir;
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          grid g;
+                          const rill::event attached = rill::attach(
+                              g.root, {value.id}, rill::file_resource{dir / "missing.bin", rill::io_mode::read_only});
+                          const std::string why = poison_of(attached);
+                          expect(says(why, "missing.bin") && says(why, "No such file"), "a missing file: " + why);
+                          const std::string launched = poison_of(step(g));
+                          expect(says(launched, "missing.bin"), "a launch on a missing file's points: " + launched);
+                          expect(says(poison_of(rill::detach(g.root)), "missing.bin"), "the detach of a missing file");
+                        }),
+            0);
+}
+
+INSTANTIATE_TEST_SUITE_P(setups, attach, ::testing::ValuesIn(setups()), name_of);
+
+}  // namespace
+}  // namespace rill_test
