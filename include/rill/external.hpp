@@ -1,5 +1,6 @@
 // External resources as instances (Realm's external instances, Iris §II-D): a file whose bytes are
-// an instance's data, attached in the external memory of a rank. Nothing is read or written when
+// an instance's data, or an HDF5 file whose datasets are its fields, attached in the external
+// memory of a rank. Nothing is read or written when
 // it is attached; copies into and out of it do the I/O, on the rank's I/O threads
 // (--rill:io-threads), never on a worker; its destruction makes what was written durable.
 //
@@ -17,11 +18,15 @@
 // a failed read or write, a full disk -- poison the event of the operation that met them, naming
 // the file and the cause. See docs/external.md.
 #pragma once
+#include <cereal/types/map.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/variant.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -50,8 +55,56 @@ struct file_resource {
   }
 };
 
+// The element type of an HDF5 dataset, which a field's values are in the file.
+enum class hdf5_type : std::uint8_t { i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 };
+template <class T>
+constexpr hdf5_type hdf5_type_of() {
+  static_assert(std::is_arithmetic_v<T>, "rill::hdf5_type_of: an integer or floating-point type");
+  if constexpr (std::is_floating_point_v<T>) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "rill::hdf5_type_of: float or double");
+    return sizeof(T) == 4 ? hdf5_type::f32 : hdf5_type::f64;
+  } else {
+    constexpr int log = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3;
+    return static_cast<hdf5_type>(2 * log + (std::is_signed_v<T> ? 0 : 1));
+  }
+}
+
+struct hdf5_dataset {
+  std::string name;  // its path in the file ("T", "fields/T")
+  hdf5_type type = hdf5_type::f64;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(name, type);
+  }
+};
+
+// An HDF5 file whose datasets hold an instance's fields, one each (Iris Fig. 7): a dataset of N
+// dimensions over the bounding rect, whose dimension k is the instance's dimension N-1-k, so that
+// the file's order (its last dimension fastest) is the instance's index-space order (dimension 0
+// fastest): a region over {{0, 0}, {W-1, H-1}} is a dataset of shape (H, W), element [y][x] the
+// point (x, y). Existing datasets must have exactly that shape and the field's type; read_write
+// creates the file and datasets that are missing, write_discard builds a new file (under a
+// temporary name, renamed over `path` when destroyed, as for a file_resource). A copy of a
+// subspace reads or writes its hyperslabs only.
+struct hdf5_resource {
+  std::string path;
+  std::map<field_id, hdf5_dataset> datasets;
+  io_mode mode = io_mode::read_only;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(path, datasets, mode);
+  }
+};
+// {field's id, its dataset} for hdf5_resource::datasets, the type from the field's.
+template <class T>
+std::pair<const field_id, hdf5_dataset> hdf5_field(field<T> f, std::string dataset) {
+  return {f.id, hdf5_dataset{std::move(dataset), hdf5_type_of<T>()}};
+}
+
 // What can be attached.
-using external_resource = std::variant<file_resource>;
+using external_resource = std::variant<file_resource, hdf5_resource>;
 
 namespace detail {
 created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,

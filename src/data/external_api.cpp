@@ -33,7 +33,14 @@ created_instance attach_padded(memory m, int dims, const index_space<3>& space, 
          event done) {
         data_module& at = data_here("rill::attach_instance");
         instance_layout placement = lay_out(i.dimensions(), s.bounds(), f, lay);
-        std::shared_ptr<external_store> store = open_store(res, placement, s.bounds(), at.io());
+        std::shared_ptr<external_store> store = std::visit(
+            [&](const auto& kind) -> std::shared_ptr<external_store> {
+              if constexpr (std::is_same_v<std::decay_t<decltype(kind)>, file_resource>)
+                return open_file_store(kind, placement, s.bounds(), at.io());
+              else
+                return open_hdf5_store(kind, placement, s.bounds(), i.dimensions(), at.io());
+            },
+            res);
         at.attach(i, s, f, std::move(placement), std::move(store));
         event_trigger(done);
       },

@@ -16,6 +16,11 @@ namespace rill::detail {
 // A rank's external I/O, counted as it happens (rill::io_counts).
 struct io_counters {
   std::atomic<std::uint64_t> attached{0}, reads{0}, writes{0}, bytes_read{0}, bytes_written{0}, syncs{0};
+  // One operation that moved `bytes`.
+  void count(bool writing, std::uint64_t bytes) {
+    (writing ? writes : reads).fetch_add(1, std::memory_order_relaxed);
+    (writing ? bytes_written : bytes_read).fetch_add(bytes, std::memory_order_relaxed);
+  }
 };
 
 class external_store {
@@ -40,9 +45,12 @@ class external_store {
   virtual io_mode mode() const = 0;
 };
 
-// Opens the resource for an instance whose layout is `placement` over `bounds`, checking it
-// against them; throws rill::misuse_error naming the resource and what is wrong.
-std::unique_ptr<external_store> open_store(const external_resource& r, const instance_layout& placement,
-                                           const rect<3>& bounds, io_counters& counters);
+// Opens the resource for an instance of `dims` dimensions whose layout is `placement` over
+// `bounds`, checking it against them; throws rill::misuse_error naming the resource and what is
+// wrong. One per kind of resource (file_store.cpp, hdf5_store.cpp), chosen by external_api.cpp.
+std::unique_ptr<external_store> open_file_store(const file_resource& r, const instance_layout& placement,
+                                                const rect<3>& bounds, io_counters& counters);
+std::unique_ptr<external_store> open_hdf5_store(const hdf5_resource& r, const instance_layout& placement,
+                                                const rect<3>& bounds, int dims, io_counters& counters);
 
 }  // namespace rill::detail

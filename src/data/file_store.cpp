@@ -15,23 +15,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/log.hpp"
+#include "data/durable_files.hpp"
 #include "data/external_store.hpp"
 #include "rill/error.hpp"
 
 namespace rill::detail {
 namespace {
-
-const char* mode_name(io_mode m) {
-  switch (m) {
-    case io_mode::read_only: return "read_only";
-    case io_mode::read_write: return "read_write";
-    case io_mode::write_discard: return "write_discard";
-  }
-  return "?";
-}
-
-std::string errno_text(int e) { return std::strerror(e); }
 
 // Where field f of point p lies in the file (p within the bounds).
 std::uint64_t offset_of(const field_placement& f, const rect<3>& bounds, const point<3>& p) {
@@ -54,22 +43,18 @@ bool one_range(const field_placement& f, const rect<3>& bounds, const rect<3>& r
   return true;
 }
 
-class file_store final : public external_store {
+class file_store final : public file_backed_store {
  public:
   file_store(const file_resource& r, std::uint64_t bytes, const rect<3>& bounds, io_counters& counters)
-      : path_(r.path), mode_(r.mode), bounds_(bounds), counters_(counters), name_(fmt::format("file '{}'", r.path)) {
+      : file_backed_store(r.path, r.mode, fmt::format("file '{}'", r.path)), bounds_(bounds), counters_(counters) {
     if (path_.empty()) throw misuse_error("rill::attach_instance: a file_resource with an empty path");
-    struct stat st {};
-    const bool exists = ::stat(path_.c_str(), &st) == 0;
-    if (exists && !S_ISREG(st.st_mode)) fail("is not a regular file");
-    if (exists && mode_ != io_mode::read_only && (st.st_mode & 0222) == 0)
-      fail(fmt::format("is read-only (mode {:o}): attach it io_mode::read_only, or make it writable",
-                       st.st_mode & 07777));
+    check_existing(path_, mode_, name_);
     if (mode_ == io_mode::write_discard) {
       create_temporary(bytes);
     } else {
       fd_ = ::open(path_.c_str(), (mode_ == io_mode::read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
       if (fd_ < 0) fail(fmt::format("cannot be opened {}: {}", mode_name(mode_), errno_text(errno)));
+      struct stat st {};
       if (::fstat(fd_, &st) != 0) fail_closing(fmt::format("cannot be examined: {}", errno_text(errno)));
       if (static_cast<std::uint64_t>(st.st_size) != bytes)
         fail_closing(
@@ -83,15 +68,12 @@ class file_store final : public external_store {
   ~file_store() override {
     if (fd_ < 0) return;
     ::close(fd_);
-    if (mode_ == io_mode::write_discard) {
-      ::unlink(temporary_.c_str());
-      log().warn("{} was attached write_discard and never destroyed: its new contents were discarded", name_);
-    }
+    if (mode_ == io_mode::write_discard) discard_unfinished(temporary_, name_);
   }
 
   void read(const field_placement& f, const rect<3>& r, std::byte* out) override { move(f, r, out, false); }
   void write(const field_placement& f, const rect<3>& r, const std::byte* in) override {
-    if (mode_ == io_mode::read_only) fail("is attached read_only: nothing can be copied into it");
+    check_writable(mode_, name_);
     move(f, r, const_cast<std::byte*>(in), true);
     written_ = true;
   }
@@ -110,51 +92,12 @@ class file_store final : public external_store {
       counters_.syncs.fetch_add(1, std::memory_order_relaxed);
     }
     if (::close(fd) != 0) fail(fmt::format("could not be closed: {}", errno_text(errno)));
-    if (mode_ != io_mode::write_discard) return;
-    if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
-      const int e = errno;
-      ::unlink(temporary_.c_str());
-      fail(fmt::format("could not take its new contents ({}): {}", temporary_, errno_text(e)));
-    }
-    sync_directory();
+    if (mode_ == io_mode::write_discard) replace_with(temporary_, path_, name_, counters_);
   }
 
-  void snapshot(std::uint64_t slot) override {
-    const state now = current();
-    std::lock_guard g(states_lock_);
-    states_[slot] = now;
-  }
-  bool unchanged_since(std::uint64_t slot) override {
-    const state now = current();
-    std::lock_guard g(states_lock_);
-    const auto it = states_.find(slot);
-    return it != states_.end() && it->second == now;
-  }
-
-  const std::string& name() const override { return name_; }
-  io_mode mode() const override { return mode_; }
+  // (A write_discard file is the runtime's alone until it takes the path: its temporary file's.)
 
  private:
-  // What tells one version of the file from another. (A write_discard file is the runtime's
-  // alone until it takes the path: its temporary file.)
-  struct state {
-    off_t size = 0;
-    timespec modified{}, changed{};
-    ino_t inode = 0;
-    bool operator==(const state& o) const {
-      return size == o.size && inode == o.inode && modified.tv_sec == o.modified.tv_sec &&
-             modified.tv_nsec == o.modified.tv_nsec && changed.tv_sec == o.changed.tv_sec &&
-             changed.tv_nsec == o.changed.tv_nsec;
-    }
-  };
-  state current() const {
-    struct stat st {};
-    const int rc = mode_ == io_mode::write_discard ? ::fstat(fd_, &st) : ::stat(path_.c_str(), &st);
-    if (rc != 0) return state{-1, {}, {}, 0};  // (gone: unlike every state remembered)
-    return state{st.st_size, st.st_mtim, st.st_ctim, st.st_ino};
-  }
-
-  [[noreturn]] void fail(const std::string& why) const { throw misuse_error(fmt::format("{} {}", name_, why)); }
   [[noreturn]] void fail_closing(const std::string& why) {
     ::close(fd_);
     fd_ = -1;
@@ -162,13 +105,9 @@ class file_store final : public external_store {
   }
 
   void create_temporary(std::uint64_t bytes) {
-    const std::filesystem::path p(path_);
-    const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
-    std::string pattern = (dir / ("." + p.filename().string() + ".rill-XXXXXX")).string();
-    fd_ = ::mkstemp(pattern.data());
-    if (fd_ < 0) fail(fmt::format("cannot be created in {}: {}", dir.string(), errno_text(errno)));
-    temporary_ = pattern;
-    ::fchmod(fd_, 0644);
+    const temporary_file t = create_beside(path_, name_);
+    fd_ = t.fd;
+    temporary_ = t.path;
     // Room for every byte now, so that a full disk is found at the attach rather than by a write
     // half-way (a file system that cannot reserve space says so, and gets the size only).
     if (bytes > 0) {
@@ -178,15 +117,6 @@ class file_store final : public external_store {
         fail_closing(fmt::format("cannot have {} bytes on its file system: {}", bytes, errno_text(e)));
       }
     }
-  }
-
-  void sync_directory() {
-    const std::filesystem::path p(path_);
-    const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
-    const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d < 0) return;  // (the rename is done; only its durability across a crash is less certain)
-    if (::fsync(d) == 0) counters_.syncs.fetch_add(1, std::memory_order_relaxed);
-    ::close(d);
   }
 
   // Reads or writes field f's elements at r's points between the file and dense `buf`. Elements
@@ -258,26 +188,14 @@ class file_store final : public external_store {
       if (n == 0) fail(fmt::format("ended at offset {} (shortened by another program?)", at + done));
       done += static_cast<std::size_t>(n);
     }
-    if (writing) {
-      counters_.writes.fetch_add(1, std::memory_order_relaxed);
-      counters_.bytes_written.fetch_add(bytes, std::memory_order_relaxed);
-    } else {
-      counters_.reads.fetch_add(1, std::memory_order_relaxed);
-      counters_.bytes_read.fetch_add(bytes, std::memory_order_relaxed);
-    }
+    counters_.count(writing, bytes);
   }
 
-  const std::string path_;
-  const io_mode mode_;
   const rect<3> bounds_;
   io_counters& counters_;
-  const std::string name_;
-  std::string temporary_;  // write_discard: where the new contents are built
   int fd_ = -1;
   bool written_ = false;
   std::shared_mutex writes_;
-  std::mutex states_lock_;
-  std::unordered_map<std::uint64_t, state> states_;   // by slot
   static thread_local std::vector<std::byte> range_;  // through_range's, per I/O thread
 };
 
@@ -285,13 +203,9 @@ thread_local std::vector<std::byte> file_store::range_;
 
 }  // namespace
 
-std::unique_ptr<external_store> open_store(const external_resource& r, const instance_layout& placement,
-                                           const rect<3>& bounds, io_counters& counters) {
-  return std::visit(
-      [&](const auto& res) -> std::unique_ptr<external_store> {
-        return std::make_unique<file_store>(res, placement.bytes, bounds, counters);
-      },
-      r);
+std::unique_ptr<external_store> open_file_store(const file_resource& r, const instance_layout& placement,
+                                                const rect<3>& bounds, io_counters& counters) {
+  return std::make_unique<file_store>(r, placement.bytes, bounds, counters);
 }
 
 }  // namespace rill::detail

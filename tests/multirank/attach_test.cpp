@@ -2,8 +2,11 @@
 // and write it back after; acquire lets copies in memory stand for it, release writes back once
 // (and a re-acquire of unchanged data reads nothing); a file changed by another program while
 // acquired poisons the release and is not written over; the points of a partitioned region are
-// read by the ranks their launches run on, each its own part once; a checkpoint is a region
+// read by the ranks their launches run on, each its own part once (of an HDF5 dataset: its
+// hyperslab); a checkpoint is a region
 // attached write_discard and detached; bad calls are refused naming the cause.
+#include <hdf5.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -242,6 +245,62 @@ TEST_P(attach, a_checkpoint_is_a_region_attached_write_discard_and_detached) {
                                  "a temporary file was left beside the checkpoint");
                         }),
             0);
+}
+
+// A 2-D HDF5 dataset attached to a region whose blocks the ranks step: each point task reads and
+// writes back only its block's hyperslab of the one file (legion#1137), the dataset never split.
+TEST_P(attach, the_ranks_read_one_hdf5_file_each_its_hyperslab) {
+  const scratch_dir dir;
+  const std::string path = dir / "field.h5";
+  constexpr hsize_t height = 32, width = 128;  // the region is width x height: (x, y)
+  {
+    std::vector<double> v(height * width);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t shape[2] = {height, width};
+    const hid_t space = H5Screate_simple(2, shape, nullptr);
+    const hid_t ds = H5Dcreate2(file, "v", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  EXPECT_EQ(
+      run_checked(GetParam(),
+                  [&] {
+                    const int last = rill::rank_n() - 1;
+                    const rill::region field =
+                        rill::region::create(rill::rect<2>{{0, 0}, {width - 1, height - 1}}, rill::field_space{value});
+                    const rill::partition blocks = rill::partition_by_blocks(field, rill::point<2>{width, 8});
+                    const rill::io_counts before = io_counts_of(last);
+                    rill::attach(field, {value.id},
+                                 rill::hdf5_resource{path, {rill::hdf5_field(value, "v")}, rill::io_mode::read_write},
+                                 rill::event::none(), {.rank = last});
+                    rill::index_launch(
+                        [](const rill::physical_regions& rs, std::size_t) {
+                          const auto v = rs[0].write<double, 2>(value);
+                          rs[0].reg.space<2>().for_each_point([&](rill::point<2> p) { v[p] = v[p] * 2 + 1; });
+                        },
+                        blocks, {rill::req(blocks, {value.id}, rill::privilege::read_write)})
+                        .wait();
+                    const rill::io_counts stepped = io_counts_of(last);
+                    expect(stepped.bytes_read - before.bytes_read == height * width * sizeof(double),
+                           "the blocks read " + std::to_string(stepped.bytes_read - before.bytes_read) +
+                               " bytes of the dataset, not each point once");
+                    expect(stepped.reads - before.reads == 4, "the blocks did not read a hyperslab each");
+                    rill::detach(field).wait();
+                    std::vector<double> v(height * width);
+                    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+                    const hid_t ds = H5Dopen2(file, "v", H5P_DEFAULT);
+                    H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+                    H5Dclose(ds);
+                    H5Fclose(file);
+                    long wrong = 0;
+                    for (std::size_t i = 0; i < v.size(); ++i)
+                      if (v[i] != static_cast<double>(i) * 2 + 1) ++wrong;
+                    expect(wrong == 0, "the dataset does not hold every block's step");
+                  }),
+      0);
 }
 
 TEST_P(attach, bad_calls_are_refused_naming_the_cause) {
