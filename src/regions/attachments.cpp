@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <span>
 
 #include "regions/launch_analysis.hpp"
@@ -32,14 +33,23 @@ event refresh_into(tree_state& tree, const attachment& a, std::size_t to, field_
                    int dims, event pre) {
   tracked_instance& ext = tree.instances[a.ext];
   valid_points& mine = tree.instances[to].valid[f];
-  const event refreshed = external_refresh(ext.inst, tree.instances[to].inst, {f}, over, dims, a.slot,
-                                           merge(pre, ext.made, tree.instances[to].made, ext.valid[f].ready,
-                                                 mine.ready, take_reads(mine)));
+  const event refreshed =
+      external_refresh(ext.inst, tree.instances[to].inst, {f}, over, dims, a.slot,
+                       merge(pre, ext.made, tree.instances[to].made, ext.valid[f].ready, mine.ready, take_reads(mine)));
   note_read(ext.valid[f], refreshed);
   mine.points = mine.points.unite(over);
   mine.ready = merge(mine.ready, refreshed);
   tree.note_change();
   return refreshed;
+}
+
+// What tells one resource from another: its file's canonical path (a relative path is the
+// issuing rank's).
+std::string identity_of(const external_resource& res) {
+  const std::string path = std::visit([](const auto& x) { return x.path; }, res);
+  std::error_code ignored;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ignored);
+  return fmt::format("'{}'", canonical.empty() ? path : canonical.string());
 }
 
 }  // namespace
@@ -105,6 +115,22 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
                     "already (detach it first)",
                     how, r.id(), a->region));
 
+  // One resource, several attachments (two regions, two trees): only readers may share it, and an
+  // attach after a detach of it comes after that detach (legion#316: a reader attached after a
+  // writer detached read stale data).
+  const std::string resource = identity_of(res);
+  const bool writable = std::visit([](const auto& x) { return x.mode != io_mode::read_only; }, res);
+  resource_use& in_use = attached_resources_[resource];
+  if (!in_use.regions.empty() && (writable || in_use.writable))
+    throw misuse_error(
+        fmt::format("{}: {} is attached already (to region {:#x}), and one of the two attachments "
+                    "may write it; detach that one first",
+                    how, resource, in_use.regions.front()));
+  if (auto before = detached_resources_.find(resource); before != detached_resources_.end())
+    after = merge(after, before->second);
+  in_use.regions.push_back(node.id);
+  in_use.writable = in_use.writable || writable;
+
   const created_instance made =
       attach_padded(memory::external(rank), node.dims, node.space, attached_fields, res, options.layout, after);
   tracked_instance t;
@@ -129,6 +155,7 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   a.space = node.space;
   a.fields = std::move(fields);
   a.ext = k;
+  a.resource = resource;
   a.slot = next_slot_++;
   const event ready = merge(made.ready, external_snapshot(made.inst, a.slot, made.ready));
   record_own_use(tree, path, a, privilege::write_discard, ready);
@@ -300,10 +327,15 @@ event launch_analysis::detach(region r, event after) {
   ext.live = false;
   if (node_state* n = tree->find(ext.region)) std::erase(n->instances, a->ext);
   tree->note_change();
-  const std::uint64_t region_id = a->region;
-  std::erase_if(tree->attachments, [&](const attachment& x) { return x.region == region_id; });
   // After failed launches on its points the detach fails too (their data may not be written back).
   const event detached = merge(closed, earlier, merge(written), merge(refreshed));
+  resource_use& in_use = attached_resources_[a->resource];
+  std::erase(in_use.regions, a->region);
+  if (in_use.regions.empty()) attached_resources_.erase(a->resource);
+  event& last = detached_resources_[a->resource];
+  last = all_ended(std::vector<event>{last, closed});
+  const std::uint64_t region_id = a->region;
+  std::erase_if(tree->attachments, [&](const attachment& x) { return x.region == region_id; });
   // (Later launches wait for the refreshes through the mirrors' ready events.)
   return detached;
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -190,6 +191,15 @@ class launch_analysis final : public rank_module {
   std::unordered_map<int, std::size_t> held_;                   // bytes of live instances by rank, in turns
   std::uint64_t clock_ = 0;                                     // launches analysed, in turns
   std::uint64_t next_slot_ = 1;                                 // attachments' snapshot slots, in turns
+  // The resources attached, by identity (attachment::resource), to which regions and whether one
+  // of them may write; and of those detached, the detach's event, which a later attach of the same
+  // resource waits for (so that it reads what was written). In turns.
+  struct resource_use {
+    std::vector<std::uint64_t> regions;
+    bool writable = false;
+  };
+  std::unordered_map<std::string, resource_use> attached_resources_;
+  std::unordered_map<std::string, event> detached_resources_;
   std::atomic<std::uint64_t> launches_{0}, repeated_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0},
       reductions_{0}, collected_{0};
 };

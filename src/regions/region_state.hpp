@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -180,6 +181,7 @@ struct attachment {
   index_space<3> space;
   std::vector<field_id> fields;  // sorted
   std::size_t ext = 0;           // in tree_state::instances
+  std::string resource;          // its identity: the canonical path of its file
   bool acquired = false;
   std::uint64_t slot = 0;           // the state mirrors hold
   std::uint64_t acquired_slot = 0;  // the state at the acquire (a release checks it is unchanged)

@@ -62,19 +62,19 @@ struct grid {
   rill::partition pieces = rill::partition_equal(root, 4);
 };
 
-// Every point's value v becomes v * 2 + 1, a piece per point task.
-rill::event step(const grid& g) {
-  return rill::index_launch(
-      [](const rill::physical_regions& rs, std::size_t) {
-        const auto v = rs[0].write<double, 1>(value);
-        rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = v[p] * 2 + 1; });
-      },
-      g.pieces, {rill::req(g.pieces, {value.id}, rill::privilege::read_write)});
+// Every point's value v becomes v * 2 + 1, a piece per point task, once `after` has triggered.
+rill::event step(const grid& g, rill::event after = rill::event::none()) {
+  return rill::index_launch(rill::after(after),
+                            [](const rill::physical_regions& rs, std::size_t) {
+                              const auto v = rs[0].write<double, 1>(value);
+                              rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = v[p] * 2 + 1; });
+                            },
+                            g.pieces, {rill::req(g.pieces, {value.id}, rill::privilege::read_write)});
 }
 
-// The points of r whose value is not f(i), counted by a launch reading it.
+// The points of r whose value is not f(i), counted by a launch reading it (issued now).
 template <class F>
-long wrong_in_region(rill::region r, F) {
+rill::future<long> count_wrong(rill::region r, F) {
   rill::promise<long> wrong;
   rill::launch(
       [](const rill::physical_regions& rs, rill::promise<long> out) {
@@ -86,7 +86,11 @@ long wrong_in_region(rill::region r, F) {
         out.put(bad);
       },
       {rill::req(r, {value.id}, rill::privilege::read_only)}, wrong);
-  return wrong.get_future().get();
+  return wrong.get_future();
+}
+template <class F>
+long wrong_in_region(rill::region r, F f) {
+  return count_wrong(r, f).get();
 }
 
 rill::io_counts io_counts_of(int rank) {
@@ -300,6 +304,40 @@ TEST_P(attach, the_ranks_read_one_hdf5_file_each_its_hyperslab) {
                       if (v[i] != static_cast<double>(i) * 2 + 1) ++wrong;
                     expect(wrong == 0, "the dataset does not hold every block's step");
                   }),
+      0);
+}
+
+// Two regions (two trees) attached to one file in turn: the reader's attach comes after the
+// writer's detach, whatever the order their work would otherwise run in (legion#316). The writer's
+// step is held back until the reader's launch has been issued.
+TEST_P(attach, a_reader_attached_after_a_writer_detached_reads_its_data) {
+  const scratch_dir dir;
+  const std::string path = dir / "shared.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(
+      run_checked(
+          GetParam(),
+          [&] {
+            rill::user_event gate = rill::user_event::create();
+            grid writer;
+            rill::attach(writer.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write});
+            step(writer, gate);
+            const rill::event written = rill::detach(writer.root);
+            grid reader;
+            // (The same file by another name: the identity is the canonical path.)
+            rill::attach(reader.root, {value.id}, rill::file_resource{dir / "./shared.bin", rill::io_mode::read_only});
+            rill::future<long> wrong = count_wrong(reader.root, once{});
+            gate.trigger();
+            written.wait();
+            expect(wrong.get() == 0, "a reader attached after a writer read stale data");
+            // Two attachments of one file, one of them writing: refused.
+            const std::string both = misuse_of([&] {
+              rill::attach(writer.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write});
+            });
+            expect(says(both, "shared.bin") && says(both, "attached already"),
+                   "a writer attached beside a reader: " + both);
+            rill::detach(reader.root).wait();
+          }),
       0);
 }
 
