@@ -10,7 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin          # the default MPI (highest alternatives priority on Debian)
   mpich libmpich-dev                  # kept working too; its lower priority leaves mpicxx/mpirun to OpenMPI
   libtbb-dev libcereal-dev libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libhwloc-dev
-  libhdf5-dev                         # HDF5 files attached as external resources (src/data/hdf5_store.cpp)
+  libhdf5-dev libsqlite3-dev          # HDF5 files and SQLite tables attached as external resources (src/data)
   libssl-dev                          # SHA-1 of the UTS benchmark (bench/uts)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev            # the fuzz preset (libFuzzer runtime)

@@ -1,6 +1,6 @@
 // External resources as instances (Realm's external instances, Iris §II-D): a file whose bytes are
-// an instance's data, or an HDF5 file whose datasets are its fields, attached in the external
-// memory of a rank. Nothing is read or written when
+// an instance's data, an HDF5 file whose datasets are its fields, or an SQLite table whose rows
+// are its points, attached in the external memory of a rank. Nothing is read or written when
 // it is attached; copies into and out of it do the I/O, on the rank's I/O threads
 // (--rill:io-threads), never on a worker; its destruction makes what was written durable.
 //
@@ -55,29 +55,37 @@ struct file_resource {
   }
 };
 
-// The element type of an HDF5 dataset, which a field's values are in the file.
-enum class hdf5_type : std::uint8_t { i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 };
+// What a field's values are in a resource that has types (an HDF5 dataset, an SQLite column).
+enum class element_type : std::uint8_t { i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 };
 template <class T>
-constexpr hdf5_type hdf5_type_of() {
-  static_assert(std::is_arithmetic_v<T>, "rill::hdf5_type_of: an integer or floating-point type");
+constexpr element_type element_type_of() {
+  static_assert(std::is_arithmetic_v<T>, "rill::element_type_of: an integer or floating-point type");
   if constexpr (std::is_floating_point_v<T>) {
-    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "rill::hdf5_type_of: float or double");
-    return sizeof(T) == 4 ? hdf5_type::f32 : hdf5_type::f64;
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "rill::element_type_of: float or double");
+    return sizeof(T) == 4 ? element_type::f32 : element_type::f64;
   } else {
     constexpr int log = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3;
-    return static_cast<hdf5_type>(2 * log + (std::is_signed_v<T> ? 0 : 1));
+    return static_cast<element_type>(2 * log + (std::is_signed_v<T> ? 0 : 1));
   }
 }
 
-struct hdf5_dataset {
-  std::string name;  // its path in the file ("T", "fields/T")
-  hdf5_type type = hdf5_type::f64;
+// Where a field is in a resource that names its parts -- an HDF5 dataset's path in the file
+// ("T", "fields/T"), an SQLite column -- and what its values are there.
+struct stored_field {
+  std::string name;
+  element_type type = element_type::f64;
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(name, type);
   }
 };
+// {field's id, where it is stored} for hdf5_resource::datasets and sqlite_resource::columns, the
+// type from the field's: rill::stored_as(temperature, "T").
+template <class T>
+std::pair<const field_id, stored_field> stored_as(field<T> f, std::string name) {
+  return {f.id, stored_field{std::move(name), element_type_of<T>()}};
+}
 
 // An HDF5 file whose datasets hold an instance's fields, one each (Iris Fig. 7): a dataset of N
 // dimensions over the bounding rect, whose dimension k is the instance's dimension N-1-k, so that
@@ -89,7 +97,7 @@ struct hdf5_dataset {
 // subspace reads or writes its hyperslabs only.
 struct hdf5_resource {
   std::string path;
-  std::map<field_id, hdf5_dataset> datasets;
+  std::map<field_id, stored_field> datasets;
   io_mode mode = io_mode::read_only;
 
   template <class Archive>
@@ -97,14 +105,26 @@ struct hdf5_resource {
     ar(path, datasets, mode);
   }
 };
-// {field's id, its dataset} for hdf5_resource::datasets, the type from the field's.
-template <class T>
-std::pair<const field_id, hdf5_dataset> hdf5_field(field<T> f, std::string dataset) {
-  return {f.id, hdf5_dataset{std::move(dataset), hdf5_type_of<T>()}};
-}
+// An SQLite table as a 1-D instance (the relational database of Iris §V-A): point i is the row
+// whose rowid is i, and each field a column -- INTEGER for integer fields, REAL for floating-point
+// ones. A copy reads the rows of its points (each must exist, its value not NULL) and writes them
+// in one transaction per rect and field (updating a row, or inserting it with that rowid).
+// read_write makes a missing database file, table or column; write_discard builds a new database
+// beside the old and renames it when destroyed. An existing column must be declared with an
+// affinity that holds the field's values.
+struct sqlite_resource {
+  std::string path;
+  std::string table;
+  std::map<field_id, stored_field> columns;
+  io_mode mode = io_mode::read_only;
 
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(path, table, columns, mode);
+  }
+};
 // What can be attached.
-using external_resource = std::variant<file_resource, hdf5_resource>;
+using external_resource = std::variant<file_resource, hdf5_resource, sqlite_resource>;
 
 namespace detail {
 created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,

@@ -75,9 +75,14 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     for (const field_placement& p : to.fields) to_f.push_back(&p);
     const storage to_mem{there, to.space.bounds()};
     const std::uint64_t start = trace::span_begin();
-    const std::size_t moved = rec->external
-                                  ? move_domain_io({&to_mem, nullptr}, to_f, {nullptr, rec->external.get()}, f, domain)
-                                  : move_domain(t.combine(), to_mem, to_f, from, f, domain);
+    std::size_t moved = 0;
+    try {
+      moved = rec->external ? move_domain_io({&to_mem, nullptr}, to_f, {nullptr, rec->external.get()}, f, domain)
+                            : move_domain(t.combine(), to_mem, to_f, from, f, domain);
+    } catch (const misuse_error& e) {  // (a resource that failed a read)
+      event_poison(done, failure_of(t, e.what()));
+      return;
+    }
     end_transfer_span(start, t, moved, dst.owner());
     event_trigger(done);
     return;

@@ -35,10 +35,13 @@ created_instance attach_padded(memory m, int dims, const index_space<3>& space, 
         instance_layout placement = lay_out(i.dimensions(), s.bounds(), f, lay);
         std::shared_ptr<external_store> store = std::visit(
             [&](const auto& kind) -> std::shared_ptr<external_store> {
-              if constexpr (std::is_same_v<std::decay_t<decltype(kind)>, file_resource>)
+              using kind_t = std::decay_t<decltype(kind)>;
+              if constexpr (std::is_same_v<kind_t, file_resource>)
                 return open_file_store(kind, placement, s.bounds(), at.io());
-              else
+              else if constexpr (std::is_same_v<kind_t, hdf5_resource>)
                 return open_hdf5_store(kind, placement, s.bounds(), i.dimensions(), at.io());
+              else
+                return open_sqlite_store(kind, placement, s.bounds(), i.dimensions(), at.io());
             },
             res);
         at.attach(i, s, f, std::move(placement), std::move(store));

@@ -47,10 +47,13 @@ class external_store {
 
 // Opens the resource for an instance of `dims` dimensions whose layout is `placement` over
 // `bounds`, checking it against them; throws rill::misuse_error naming the resource and what is
-// wrong. One per kind of resource (file_store.cpp, hdf5_store.cpp), chosen by external_api.cpp.
+// wrong. One per kind of resource (file_store.cpp, hdf5_store.cpp, sqlite_store.cpp), chosen by
+// external_api.cpp.
 std::unique_ptr<external_store> open_file_store(const file_resource& r, const instance_layout& placement,
                                                 const rect<3>& bounds, io_counters& counters);
 std::unique_ptr<external_store> open_hdf5_store(const hdf5_resource& r, const instance_layout& placement,
                                                 const rect<3>& bounds, int dims, io_counters& counters);
+std::unique_ptr<external_store> open_sqlite_store(const sqlite_resource& r, const instance_layout& placement,
+                                                  const rect<3>& bounds, int dims, io_counters& counters);
 
 }  // namespace rill::detail

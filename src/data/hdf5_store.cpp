@@ -18,18 +18,18 @@
 namespace rill::detail {
 namespace {
 
-hid_t native(hdf5_type t) {
+hid_t native(element_type t) {
   switch (t) {
-    case hdf5_type::i8: return H5T_NATIVE_INT8;
-    case hdf5_type::u8: return H5T_NATIVE_UINT8;
-    case hdf5_type::i16: return H5T_NATIVE_INT16;
-    case hdf5_type::u16: return H5T_NATIVE_UINT16;
-    case hdf5_type::i32: return H5T_NATIVE_INT32;
-    case hdf5_type::u32: return H5T_NATIVE_UINT32;
-    case hdf5_type::i64: return H5T_NATIVE_INT64;
-    case hdf5_type::u64: return H5T_NATIVE_UINT64;
-    case hdf5_type::f32: return H5T_NATIVE_FLOAT;
-    case hdf5_type::f64: return H5T_NATIVE_DOUBLE;
+    case element_type::i8: return H5T_NATIVE_INT8;
+    case element_type::u8: return H5T_NATIVE_UINT8;
+    case element_type::i16: return H5T_NATIVE_INT16;
+    case element_type::u16: return H5T_NATIVE_UINT16;
+    case element_type::i32: return H5T_NATIVE_INT32;
+    case element_type::u32: return H5T_NATIVE_UINT32;
+    case element_type::i64: return H5T_NATIVE_INT64;
+    case element_type::u64: return H5T_NATIVE_UINT64;
+    case element_type::f32: return H5T_NATIVE_FLOAT;
+    case element_type::f64: return H5T_NATIVE_DOUBLE;
   }
   return H5T_NATIVE_DOUBLE;
 }
@@ -45,7 +45,7 @@ std::string type_name(hid_t t) {
 
 // Whether a dataset's type holds the values of `want` (the class, size and sign; the byte order
 // HDF5 converts).
-bool same_values(hid_t file_type, hdf5_type want) {
+bool same_values(hid_t file_type, element_type want) {
   const hid_t n = native(want);
   return H5Tget_class(file_type) == H5Tget_class(n) && H5Tget_size(file_type) == H5Tget_size(n) &&
          (H5Tget_class(n) != H5T_INTEGER || H5Tget_sign(file_type) == H5Tget_sign(n));
@@ -140,7 +140,7 @@ class hdf5_store final : public file_backed_store {
  private:
   struct dataset {
     hid_t id;
-    hdf5_type type;
+    element_type type;
     std::string name;
   };
 
@@ -156,7 +156,7 @@ class hdf5_store final : public file_backed_store {
     return out + ")";
   }
 
-  void open_dataset(const instance_layout& placement, field_id field, const hdf5_dataset& ds) {
+  void open_dataset(const instance_layout& placement, field_id field, const stored_field& ds) {
     const field_placement* f = placement.find(field);
     if (!f) fail(fmt::format("names a dataset ('{}') for field {}, which the instance does not have", ds.name, field));
     if (H5Tget_size(native(ds.type)) != f->bytes)

@@ -221,7 +221,18 @@ void send_piece(const std::shared_ptr<const instance_record>& rec, const std::ve
   const std::byte* bytes = nullptr;
   if (rec->external) {
     packed = std::make_shared<std::vector<std::byte>>(size);
-    pack_from_store(*rec->external, f, piece, packed->data());  // (on an I/O thread: move_from_source)
+    try {
+      pack_from_store(*rec->external, f, piece, packed->data());  // (on an I/O thread: move_from_source)
+    } catch (const misuse_error& e) {
+      // The piece counts as arrived, failed: the copy's event is poisoned with the resource's error.
+      am::send(
+          dst.owner(),
+          [](const transfer& tr, std::uint32_t n, event e, const std::string& why) {
+            count_piece(data_here(tr.what()), tr, n, e, why);
+          },
+          t, total, done, std::string(e.what()));
+      return;
+    }
     bytes = packed->data();
   } else if (f.size() == 1 && piece.size() == 1 && contiguous(from, *f[0], piece[0])) {
     bytes = field_at(from, *f[0], piece[0].lo);  // travels as it lies in the instance

@@ -278,7 +278,7 @@ TEST_P(attach, the_ranks_read_one_hdf5_file_each_its_hyperslab) {
                     const rill::partition blocks = rill::partition_by_blocks(field, rill::point<2>{width, 8});
                     const rill::io_counts before = io_counts_of(last);
                     rill::attach(field, {value.id},
-                                 rill::hdf5_resource{path, {rill::hdf5_field(value, "v")}, rill::io_mode::read_write},
+                                 rill::hdf5_resource{path, {rill::stored_as(value, "v")}, rill::io_mode::read_write},
                                  rill::event::none(), {.rank = last});
                     rill::index_launch(
                         [](const rill::physical_regions& rs, std::size_t) {

@@ -29,7 +29,7 @@ constexpr rill::field<double> mass{2};
 const rill::field_space two_fields{id_field, mass};
 
 rill::hdf5_resource h5(const std::string& path, rill::io_mode mode) {
-  return {path, {rill::hdf5_field(id_field, "ids"), rill::hdf5_field(mass, "physics/mass")}, mode};
+  return {path, {rill::stored_as(id_field, "ids"), rill::stored_as(mass, "physics/mass")}, mode};
 }
 
 double mass_of(std::int64_t code) { return static_cast<double>(code) / 8; }
@@ -191,7 +191,7 @@ TEST_P(external_hdf5, a_wrong_file_is_refused_naming_it_and_the_cause) {
             expect(says(shape, "good.h5") && says(shape, "shape (10, 6)") && says(shape, "(6, 10)"),
                    "a dataset of another shape: " + shape);
             rill::hdf5_resource wrong_type = h5(good, rill::io_mode::read_only);
-            wrong_type.datasets[id_field.id].type = rill::hdf5_type::f64;
+            wrong_type.datasets[id_field.id].type = rill::element_type::f64;
             const std::string type = error(space, wrong_type);
             expect(says(type, "64-bit integers") && says(type, "64-bit floats"), "a dataset of another type: " + type);
             rill::hdf5_resource missing_dataset = h5(good, rill::io_mode::read_only);
