@@ -18,12 +18,16 @@ namespace {
 
 bool has_field(const attachment& a, field_id f) { return std::binary_search(a.fields.begin(), a.fields.end(), f); }
 
+// Whether attachment a holds one of `fields` at a point of `space`.
+bool meets(const attachment& a, const index_space<3>& space, std::span<const field_id> fields) {
+  return std::any_of(fields.begin(), fields.end(), [&](field_id f) { return has_field(a, f); }) &&
+         tree_state::spaces_meet(a.space, space);
+}
+
 // The attachment of the tree that holds one of `fields` at a point of `space`, or null.
 const attachment* attached_over(const tree_state& tree, const index_space<3>& space, std::span<const field_id> fields) {
   for (const attachment& a : tree.attachments)
-    if (std::any_of(fields.begin(), fields.end(), [&](field_id f) { return has_field(a, f); }) &&
-        tree_state::spaces_meet(a.space, space))
-      return &a;
+    if (meets(a, space, fields)) return &a;
   return nullptr;
 }
 
@@ -156,6 +160,7 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   a.fields = std::move(fields);
   a.ext = k;
   a.resource = resource;
+  a.read_only = !writable;
   a.slot = next_slot_++;
   const event ready = merge(made.ready, external_snapshot(made.inst, a.slot, made.ready));
   record_own_use(tree, path, a, privilege::write_discard, ready);
@@ -163,13 +168,23 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   return ready;
 }
 
-void launch_analysis::refuse_attached_reduction(const tree_state& tree, const region_node& node,
-                                                const std::vector<field_id>& fields) {
-  if (const attachment* a = attached_over(tree, node.space, fields))
-    throw misuse_error(
-        fmt::format("rill::launch: a reduction on region {:#x}, whose points are attached (region "
-                    "{:#x}): reduce into a region that is not, and copy it",
-                    node.id, a->region));
+void launch_analysis::refuse_on_attached(const tree_state& tree, const region_node& node,
+                                         const std::vector<field_id>& fields, privilege p) {
+  if (p == privilege::reduce) {
+    if (const attachment* a = attached_over(tree, node.space, fields))
+      throw misuse_error(
+          fmt::format("rill::launch: a reduction on region {:#x}, whose points are attached (region "
+                      "{:#x}): reduce into a region that is not, and copy it",
+                      node.id, a->region));
+    return;
+  }
+  if (p == privilege::read_only) return;
+  for (const attachment& a : tree.attachments)
+    if (a.read_only && meets(a, node.space, fields))
+      throw misuse_error(
+          fmt::format("rill::launch: a write of region {:#x}, whose points are attached read_only to "
+                      "{} (region {:#x}): detach it first (its data stays)",
+                      node.id, a.resource, a.region));
 }
 
 void launch_analysis::refresh_mirrors(tree_state& tree, const region_path& path, std::size_t home, field_id f,

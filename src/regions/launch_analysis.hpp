@@ -155,9 +155,10 @@ class launch_analysis final : public rank_module {
                        std::span<const conflict> earlier);
   void give_back(tree_state& tree, const region_path& path, std::size_t home, std::span<const field_id> fields,
                  bool wrote, region_user& use);
-  // Refuses a reduction on attached points (its fold would apply to the resource's data).
-  static void refuse_attached_reduction(const tree_state& tree, const region_node& node,
-                                        const std::vector<field_id>& fields);
+  // Refuses a reduction on attached points (its fold would apply to the resource's data), and a
+  // write of points attached read_only.
+  static void refuse_on_attached(const tree_state& tree, const region_node& node, const std::vector<field_id>& fields,
+                                 privilege p);
   // release(): writes back into the resource what other instances hold newer, after `after`, then
   // restricts it again; returns the event of the resource holding it.
   event write_back(tree_state& tree, attachment& a, const region_path& path, event after);

@@ -182,6 +182,7 @@ struct attachment {
   std::vector<field_id> fields;  // sorted
   std::size_t ext = 0;           // in tree_state::instances
   std::string resource;          // its identity: the canonical path of its file
+  bool read_only = false;        // attached io_mode::read_only: no launch may write its points
   bool acquired = false;
   std::uint64_t slot = 0;           // the state mirrors hold
   std::uint64_t acquired_slot = 0;  // the state at the acquire (a release checks it is unchanged)

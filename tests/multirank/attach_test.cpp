@@ -345,6 +345,8 @@ TEST_P(attach, bad_calls_are_refused_naming_the_cause) {
   const scratch_dir dir;
   const std::string path = dir / "values.bin";
   write_doubles(path, identity{});
+  const std::string input_path = dir / "input.bin";
+  write_doubles(input_path, identity{});
   EXPECT_EQ(
       run_checked(
           GetParam(),
@@ -371,6 +373,17 @@ TEST_P(attach, bad_calls_are_refused_naming_the_cause) {
             });
             expect(says(reduce, "attached"), "a reduction on attached points: " + reduce);
             const std::string destroyed = misuse_of([&] { g.root.destroy(); });
+            // A file attached read_only: its points may be read, not written.
+            grid input;
+            rill::attach(input.root, {value.id}, rill::file_resource{input_path, rill::io_mode::read_only});
+            expect(wrong_in_region(input.pieces.subregion(2), identity{}) == 0, "a read_only attachment");
+            const std::string written = misuse_of([&] { step(input); });
+            expect(says(written, "attached read_only") && says(written, "input.bin"),
+                   "a write of points attached read_only: " + written);
+            rill::detach(input.root).wait();
+            expect(wrong_in_region(input.pieces.subregion(2), identity{}) == 0,
+                   "a region read from a read_only file lost its data at the detach");
+            step(input).wait();
             expect(says(destroyed, "detach it first"), "a tree destroyed while attached: " + destroyed);
             rill::promise<std::string> said;
             rill::launch([](const rill::physical_regions& rs,
@@ -393,7 +406,9 @@ TEST_P(attach, a_missing_file_poisons_the_attach_and_the_launches_that_need_it) 
                               g.root, {value.id}, rill::file_resource{dir / "missing.bin", rill::io_mode::read_only});
                           const std::string why = poison_of(attached);
                           expect(says(why, "missing.bin") && says(why, "No such file"), "a missing file: " + why);
-                          const std::string launched = poison_of(step(g));
+                          const std::string launched = poison_of(
+                              rill::index_launch([](const rill::physical_regions&, std::size_t) {}, g.pieces,
+                                                 {rill::req(g.pieces, {value.id}, rill::privilege::read_only)}));
                           expect(says(launched, "missing.bin"), "a launch on a missing file's points: " + launched);
                           expect(says(poison_of(rill::detach(g.root)), "missing.bin"), "the detach of a missing file");
                         }),
