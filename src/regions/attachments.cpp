@@ -58,8 +58,13 @@ std::string identity_of(const external_resource& res) {
 
 }  // namespace
 
+void launch_analysis::refuse_in_task(const char* how) {
+  if (calling_body()) throw misuse_error(fmt::format("{}: called in a launched task", how));
+}
+
 launch_analysis::attached launch_analysis::attachment_of(region r, const char* how) {
   if (!r.exists()) throw misuse_error(fmt::format("{}: the region handle is empty", how));
+  ctx_ = &top_;
   const region_path& path = path_to(r);
   const region_node& node = *path.back();
   auto tree = top_.trees.find(node.root);
@@ -243,9 +248,8 @@ void launch_analysis::give_back(tree_state& tree, const region_path& path, std::
 
 event launch_analysis::acquire(region r, event after) {
   constexpr const char* how = "rill::acquire";
-  if (calling_body()) throw misuse_error(fmt::format("{}: called in a launched task", how));
+  refuse_in_task(how);
   turn in_turn(*this);
-  ctx_ = &top_;
   auto [tree, a, path] = attachment_of(r, how);
   if (a->acquired) throw misuse_error(fmt::format("{}: region {:#x} is acquired already", how, r.id()));
   const region_node& node = *path->back();
@@ -303,9 +307,8 @@ event launch_analysis::write_back(tree_state& tree, attachment& a, const region_
 
 event launch_analysis::release(region r, event after) {
   constexpr const char* how = "rill::release";
-  if (calling_body()) throw misuse_error(fmt::format("{}: called in a launched task", how));
+  refuse_in_task(how);
   turn in_turn(*this);
-  ctx_ = &top_;
   auto [tree, a, path] = attachment_of(r, how);
   if (!a->acquired) throw misuse_error(fmt::format("{}: region {:#x} is not acquired (rill::acquire)", how, r.id()));
   const event released = write_back(*tree, *a, *path, after);
@@ -315,9 +318,8 @@ event launch_analysis::release(region r, event after) {
 
 event launch_analysis::detach(region r, event after) {
   constexpr const char* how = "rill::detach";
-  if (calling_body()) throw misuse_error(fmt::format("{}: called in a launched task", how));
+  refuse_in_task(how);
   turn in_turn(*this);
-  ctx_ = &top_;
   auto [tree, a, path] = attachment_of(r, how);
   const region_node& node = *path->back();
   const event released = a->acquired ? write_back(*tree, *a, *path, after) : after;

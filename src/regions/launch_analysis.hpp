@@ -134,8 +134,11 @@ class launch_analysis final : public rank_module {
   index_space<3> apply_unapplied(tree_state& tree, field_id f, const index_space<3>& space, Take&& take, Issue&& issue);
   // Forgets the pending reductions of field f over `space`: a write_discard replaces them.
   void discard_pending(tree_state& tree, const index_space<3>& space, field_id f);
-  // The tree, attachment and path of attached region r, in turn at the top level; refused when r
-  // is not attached or the call comes from a launched task.
+  // Refuses acquire, release and detach from a launched task (an attachment is its issuer's, at
+  // the top level); checked before the turn is taken.
+  static void refuse_in_task(const char* how);
+  // The tree, attachment and path of attached region r, in turn, at the top level (the caller's
+  // context set to it); refused when r is not attached.
   struct attached {
     tree_state* tree;
     attachment* att;
