@@ -1,6 +1,6 @@
 // External resources as instances (Realm's external instances, Iris §II-D): a file whose bytes are
-// an instance's data, an HDF5 file whose datasets are its fields, or an SQLite table whose rows
-// are its points, attached in the external memory of a rank. Nothing is read or written when
+// an instance's data, an HDF5 file whose datasets are its fields, an SQLite table whose rows are
+// its points, or objects the program holds, attached in the external memory of a rank. Nothing is read or written when
 // it is attached; copies into and out of it do the I/O, on the rank's I/O threads
 // (--rill:io-threads), never on a worker; its destruction makes what was written durable.
 //
@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -32,6 +33,7 @@
 
 #include "rill/event.hpp"
 #include "rill/instance.hpp"
+#include "rill/opaque.hpp"
 
 namespace rill {
 
@@ -123,8 +125,37 @@ struct sqlite_resource {
     ar(path, table, columns, mode);
   }
 };
+// Objects the program holds (Iris §II-G), as a 1-D instance of one opaque field (rill/opaque.hpp)
+// of their type: point lo + i is objects[i]. Attached in the external memory of the rank whose
+// process holds them (the calling rank), with the field space {f} of an opaque_field<T, S> f.
+// A copy out of it serializes the objects (they stay the program's); a copy into it -- the
+// write-back of a release or a restricted launch -- puts a new object in each of its points'
+// places and destroys the one it replaces with S::destroy, so the program's array always points
+// to the current objects (read_write and write_discard alike; read_only refuses it). The array
+// must outlive the attachment, and the program leaves the objects alone while copies run (it
+// cannot be told apart from them: attached, every launch copies them afresh; acquired, copies
+// are reused). Nothing is synced at the detach.
+struct opaque_resource {
+  std::uintptr_t objects = 0;  // T** as an integer: only meaningful in the process that holds them
+  std::uint64_t count = 0;
+  std::intptr_t serialization = 0;  // the code offset of the type's detail::opaque_entry
+  io_mode mode = io_mode::read_write;
+
+  template <class T, class S = serdes<T>>
+  static opaque_resource of(std::span<T*> objects, io_mode mode = io_mode::read_write) {
+    return {reinterpret_cast<std::uintptr_t>(objects.data()), objects.size(), detail::opaque_offset<T, S>(), mode};
+  }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    std::uint64_t at = objects;
+    std::int64_t s = serialization;
+    ar(at, count, s, mode);
+    objects = static_cast<std::uintptr_t>(at);
+    serialization = static_cast<std::intptr_t>(s);
+  }
+};
 // What can be attached.
-using external_resource = std::variant<file_resource, hdf5_resource, sqlite_resource>;
+using external_resource = std::variant<file_resource, hdf5_resource, sqlite_resource, opaque_resource>;
 
 namespace detail {
 created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,

@@ -58,9 +58,10 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
   try {
     rec = here.find_any(src, t.what());
     f = placements(*rec, t.src_fields, "source", t);
-    std::vector<std::uint64_t> dst_sizes;
-    for (const field_placement& p : to.fields) dst_sizes.push_back(p.bytes);
-    check_sizes(t, sizes_of(f), dst_sizes);
+    std::vector<const field_placement*> to_f;
+    for (const field_placement& p : to.fields) to_f.push_back(&p);
+    check_sizes(t, sizes_of(f), sizes_of(to_f));
+    check_kinds(t, f, to_f);
     domain = t.whole ? rec->space : t.over;
     check_inside(domain, rec->space, "source", src, t);
     check_inside(domain, to.space, "destination", dst, t);
@@ -69,7 +70,11 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     return;
   }
   const storage from = storage_of(*rec);
-  std::byte* there = to.external ? nullptr : here.reachable(dst, to.address, static_cast<std::size_t>(to.bytes));
+  // Objects of opaque fields always travel serialized, in messages, as Iris moves them: a pointer
+  // is only good in the process that made it.
+  const bool opaque = any_opaque(f);
+  std::byte* there =
+      to.external || opaque ? nullptr : here.reachable(dst, to.address, static_cast<std::size_t>(to.bytes));
   if (there) {
     std::vector<const field_placement*> to_f;
     for (const field_placement& p : to.fields) to_f.push_back(&p);
@@ -87,14 +92,19 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     event_trigger(done);
     return;
   }
-  const std::size_t per_point = bytes_per_point(f);
-  const std::vector<std::vector<rect<3>>> pieces = plan_pieces(domain, per_point);
+  std::vector<std::vector<rect<3>>> pieces;
+  try {
+    pieces = plan_pieces(domain, rec->external ? bytes_per_point(f) : packed_per_point(from, f, domain));
+  } catch (const misuse_error& e) {  // (an opaque field's size() that threw)
+    event_poison(done, failure_of(t, e.what()));
+    return;
+  }
   if (pieces.empty()) {
     event_trigger(done);
     return;
   }
   const auto total = static_cast<std::uint32_t>(pieces.size());
-  if (here.maps_my_segment(dst.owner()) && !to.external && !rec->external) {
+  if (here.maps_my_segment(dst.owner()) && !to.external && !rec->external && !opaque) {
     stage_pieces(rec, f, src, dst, t, pieces, done);
     return;
   }
@@ -124,6 +134,7 @@ void start_at_destination(instance src, instance dst, const transfer& t, event d
   const std::shared_ptr<const instance_record> s = here.find_any(src, t.what());
   const std::vector<const field_placement*> sf = placements(*s, t.src_fields, "source", t);
   check_sizes(t, sizes_of(sf), sizes_of(df));
+  check_kinds(t, sf, df);
   const index_space<3>& domain = t.whole ? s->space : t.over;
   check_inside(domain, s->space, "source", src, t);
   check_inside(domain, d->space, "destination", dst, t);
@@ -193,6 +204,9 @@ event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const
     const std::shared_ptr<const instance_record> rec = here.find_any(i, "rill::fill");
     const field_placement* p = rec->placement.find(id);
     if (!p) throw misuse_error(fmt::format("rill::fill: instance {:#x} has no field {}", i.id(), id));
+    if (p->opaque)
+      throw misuse_error(fmt::format(
+          "rill::fill: field {} of instance {:#x} holds opaque objects, which are copied, not filled", id, i.id()));
     if (p->bytes != v.size())
       throw misuse_error(fmt::format("rill::fill: field {} of instance {:#x} has {} bytes, the value {}", id, i.id(),
                                      p->bytes, v.size()));

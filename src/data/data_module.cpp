@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <new>
+
+#include "data/opaque_elements.hpp"
 
 #include "rill/error.hpp"
 
@@ -22,6 +25,7 @@ const char* name_of(memory_kind k) {
 
 instance_record::~instance_record() {
   if (!data) return;
+  if (placement.has_opaque()) destroy_objects(*this);
   if (in_segment)
     in_segment->deallocate(data, segment_tag);
   else
@@ -120,6 +124,7 @@ void data_module::create(instance handle, const index_space<3>& space, const fie
       rec->data = static_cast<std::byte*>(::operator new (bytes, std::align_val_t{instance_alignment}, std::nothrow));
       if (!rec->data) refuse(" (the operating system refused them)");
     }
+    if (rec->placement.has_opaque()) std::memset(rec->data, 0, bytes);  // opaque fields start null
   }
   used += bytes;
   live_.emplace(handle.id(), std::move(rec));

@@ -15,6 +15,30 @@ struct instance_maker {
   static instance make(memory m, int dims, std::uint64_t id) { return instance(m, dims, id); }
 };
 
+// Opaque fields go with opaque_resource only, and it with one of them, in its holder's memory.
+void check_opaque_fields(const field_space& fields, const external_resource& r, memory m, const char* what) {
+  const auto* objects = std::get_if<opaque_resource>(&r);
+  if (!objects) {
+    for (const field_info& f : fields.fields())
+      if (f.opaque)
+        throw misuse_error(fmt::format(
+            "{}: field {} holds opaque objects, which a file, an HDF5 file or a database cannot hold; attach "
+            "objects with rill::opaque_resource",
+            what, f.id));
+    return;
+  }
+  if (fields.fields().size() != 1 || fields.fields()[0].opaque != objects->serialization)
+    throw misuse_error(fmt::format(
+        "{}: opaque objects are attached with one field, an opaque_field of their type and serialization; the "
+        "field space has {} field(s){}",
+        what, fields.fields().size(), fields.fields().size() == 1 ? " of another kind" : ""));
+  if (m.owner() != rank_me())
+    throw misuse_error(
+        fmt::format("{}: opaque objects are attached in the external memory of the rank that holds them (rank {}), not "
+                    "rank {}",
+                    what, rank_me(), m.owner()));
+}
+
 created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,
                                const external_resource& r, const layout& l, event after) {
   constexpr const char* what = "rill::attach_instance";
@@ -26,6 +50,7 @@ created_instance attach_padded(memory m, int dims, const index_space<3>& space, 
                     what, rank_n()));
   if (fields.fields().empty()) throw misuse_error(fmt::format("{}: the field space has no fields", what));
   (void)lay_out(dims, space.bounds(), fields, l);  // a layout that does not fit is said here
+  check_opaque_fields(fields, r, m, what);
   const instance inst = instance_maker::make(m, dims, here.next_instance_id());
   const event ready = io_started_at(
       m.owner(), after,
@@ -40,8 +65,10 @@ created_instance attach_padded(memory m, int dims, const index_space<3>& space, 
                 return open_file_store(kind, placement, s.bounds(), at.io());
               else if constexpr (std::is_same_v<kind_t, hdf5_resource>)
                 return open_hdf5_store(kind, placement, s.bounds(), i.dimensions(), at.io());
-              else
+              else if constexpr (std::is_same_v<kind_t, sqlite_resource>)
                 return open_sqlite_store(kind, placement, s.bounds(), i.dimensions(), at.io());
+              else
+                return open_opaque_store(kind, placement, s.bounds(), i.dimensions(), at.io());
             },
             res);
         at.attach(i, s, f, std::move(placement), std::move(store));
@@ -67,7 +94,8 @@ event external_refresh(instance ext, instance dst, std::vector<field_id> fields,
       ext.owner(), after,
       [](instance e, instance d, const std::vector<field_id>& f, const index_space<3>& o, int n, std::uint64_t s,
          event done) {
-        if (data_here("rill::acquire").find_any(e, "rill::acquire")->external->unchanged_since(s)) {
+        external_store& store = *data_here("rill::acquire").find_any(e, "rill::acquire")->external;
+        if (store.tracks_changes() && store.unchanged_since(s)) {
           event_trigger(done);
           return;
         }
@@ -87,7 +115,7 @@ event external_unchanged(instance ext, std::uint64_t slot, event after, const ch
       ext.owner(), after,
       [](instance e, std::uint64_t s, const std::string& op, event done) {
         const auto rec = data_here("rill::release").find_any(e, "rill::release");
-        if (!rec->external->unchanged_since(s))
+        if (rec->external->tracks_changes() && !rec->external->unchanged_since(s))
           throw misuse_error(
               fmt::format("{}: {} changed outside the runtime while it was acquired (another "
                           "program wrote it); its updates were not written over it",

@@ -40,6 +40,9 @@ class external_store {
   // replaced by a rename counts as changed).
   virtual void snapshot(std::uint64_t slot) = 0;
   virtual bool unchanged_since(std::uint64_t slot) = 0;
+  // Whether the resource can tell (snapshot, unchanged_since): objects in memory cannot, and
+  // are then read afresh by each refresh, and written back by a release without a check.
+  virtual bool tracks_changes() const { return true; }
   // "file '/data/m.bin'": how errors name it.
   virtual const std::string& name() const = 0;
   virtual io_mode mode() const = 0;
@@ -47,12 +50,15 @@ class external_store {
 
 // Opens the resource for an instance of `dims` dimensions whose layout is `placement` over
 // `bounds`, checking it against them; throws rill::misuse_error naming the resource and what is
-// wrong. One per kind of resource (file_store.cpp, hdf5_store.cpp, sqlite_store.cpp), chosen by
+// wrong. One per kind of resource (file_store.cpp, hdf5_store.cpp, sqlite_store.cpp,
+// opaque_store.cpp), chosen by
 // external_api.cpp.
 std::unique_ptr<external_store> open_file_store(const file_resource& r, const instance_layout& placement,
                                                 const rect<3>& bounds, io_counters& counters);
 std::unique_ptr<external_store> open_hdf5_store(const hdf5_resource& r, const instance_layout& placement,
                                                 const rect<3>& bounds, int dims, io_counters& counters);
+std::unique_ptr<external_store> open_opaque_store(const opaque_resource& r, const instance_layout& placement,
+                                                  const rect<3>& bounds, int dims, io_counters& counters);
 std::unique_ptr<external_store> open_sqlite_store(const sqlite_resource& r, const instance_layout& placement,
                                                   const rect<3>& bounds, int dims, io_counters& counters);
 

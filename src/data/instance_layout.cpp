@@ -77,6 +77,10 @@ const field_placement* instance_layout::find(field_id id) const {
   return at != fields.end() && at->id == id ? &*at : nullptr;
 }
 
+bool instance_layout::has_opaque() const {
+  return std::any_of(fields.begin(), fields.end(), [](const field_placement& f) { return f.opaque != 0; });
+}
+
 instance_layout lay_out(int dims, const rect<3>& bounds, const field_space& fields, const layout& l) {
   const std::vector<int> order = order_of(dims, l);
   std::array<std::size_t, 3> extent{1, 1, 1};
@@ -112,7 +116,8 @@ instance_layout lay_out(int dims, const rect<3>& bounds, const field_space& fiel
     const std::size_t array = checked_multiply(element, points);
     if (array > std::numeric_limits<std::size_t>::max() - start)
       throw misuse_error("rill::instance::create: the instance's bytes overflow a size_t");
-    for (const auto& [id, offset] : at) out.fields.push_back({id, fields.bytes_of(id), start + offset, strides});
+    for (const auto& [id, offset] : at)
+      out.fields.push_back({id, fields.bytes_of(id), start + offset, strides, fields.info(id).opaque});
     out.bytes = start + array;
   }
   std::sort(out.fields.begin(), out.fields.end(), [](const auto& a, const auto& b) { return a.id < b.id; });

@@ -17,12 +17,15 @@ struct field_placement {
   std::size_t bytes = 0;
   std::size_t offset = 0;                   // of the bounding rect's lo point, from the instance's start
   std::array<std::ptrdiff_t, 3> strides{};  // bytes between neighbours in each dimension
+  std::intptr_t opaque = 0;                 // the field's serialization (rill/opaque.hpp), or 0
 
   template <class Archive>
   void serialize(Archive& ar) {
     std::uint64_t b = bytes, o = offset;  // the same width on every rank
     std::array<std::int64_t, 3> s{strides[0], strides[1], strides[2]};
-    ar(id, b, o, s);
+    std::int64_t q = opaque;
+    ar(id, b, o, s, q);
+    opaque = static_cast<std::intptr_t>(q);
     bytes = static_cast<std::size_t>(b);
     offset = static_cast<std::size_t>(o);
     for (std::size_t d = 0; d < 3; ++d) strides[d] = static_cast<std::ptrdiff_t>(s[d]);
@@ -33,6 +36,7 @@ struct instance_layout {
   std::vector<field_placement> fields;  // ascending by id
   std::size_t bytes = 0;                // the whole instance
   const field_placement* find(field_id id) const;
+  bool has_opaque() const;
 };
 
 // Arrays of groups start on cache lines (so an instance's start must be aligned to this).

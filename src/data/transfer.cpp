@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "data/opaque_elements.hpp"
 #include "data/started_at.hpp"
 #include "rill/am.hpp"
 #include "rill/view.hpp"
@@ -52,6 +53,27 @@ void unpack(row_op op, const storage& to, const std::vector<const field_placemen
       });
 }
 
+// The same for a piece packed by pack_serialized(): its length is only known by reading it.
+void unpack_serialized(const storage& to, const std::vector<const field_placement*>& fields,
+                       const std::vector<rect<3>>& rects, std::span<const std::byte> bytes) {
+  const std::byte* in = bytes.data();
+  const std::byte* const end = in + bytes.size();
+  for (const field_placement* f : fields)
+    for (const rect<3>& r : rects)
+      for_each_row_start(r, [&](const point<3>& p) {
+        const std::size_t n = row_length(r);
+        if (f->opaque) {
+          in = deserialize_row(entry_of(*f), field_at(to, *f, p), f->strides[0], n, in, end);
+          return;
+        }
+        if (static_cast<std::size_t>(end - in) < n * f->bytes)
+          throw misuse_error("rill::copy: a piece of serialized objects ends early");
+        copy_row(field_at(to, *f, p), f->strides[0], in, static_cast<std::ptrdiff_t>(f->bytes), n, f->bytes);
+        in += n * f->bytes;
+      });
+  if (in != end) throw misuse_error("rill::copy: a piece of serialized objects has bytes left over");
+}
+
 }  // namespace
 
 void end_transfer_span(std::uint64_t start, const transfer& t, std::size_t bytes, int peer) {
@@ -86,6 +108,27 @@ void check_sizes(const transfer& t, const std::vector<std::uint64_t>& src, const
           "bytes and field {} of the destination {}; nothing was written",
           t.src_bytes, t.dst_bytes, t.src_fields[i], src[i], t.dst_fields[i], dst[i]));
   }
+}
+
+void check_kinds(const transfer& t, const std::vector<const field_placement*>& src,
+                 const std::vector<const field_placement*>& dst) {
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (t.op && (src[i]->opaque || dst[i]->opaque))
+      throw misuse_error(
+          fmt::format("rill::reduce: field {} holds opaque objects, which are copied, not reduced; nothing was written",
+                      src[i]->opaque ? t.src_fields[i] : t.dst_fields[i]));
+    if (src[i]->opaque != dst[i]->opaque)
+      throw misuse_error(fmt::format(
+          "rill::copy: field {} of the source holds {} and field {} of the destination {}; nothing was copied",
+          t.src_fields[i], src[i]->opaque ? "opaque objects" : "bytes", t.dst_fields[i],
+          !dst[i]->opaque  ? "bytes"
+          : src[i]->opaque ? "objects of another type"
+                           : "opaque objects"));
+  }
+}
+
+bool any_opaque(const std::vector<const field_placement*>& fields) {
+  return std::any_of(fields.begin(), fields.end(), [](const field_placement* f) { return f->opaque != 0; });
 }
 
 std::vector<std::uint64_t> sizes_of(const std::vector<const field_placement*>& p) {
@@ -137,6 +180,42 @@ void pack(const storage& from, const std::vector<const field_placement*>& fields
       });
 }
 
+std::vector<std::byte> pack_serialized(const storage& from, const std::vector<const field_placement*>& fields,
+                                       const std::vector<rect<3>>& rects) {
+  std::vector<std::byte> out;
+  for (const field_placement* f : fields)
+    for (const rect<3>& r : rects)
+      for_each_row_start(r, [&](const point<3>& p) {
+        const std::size_t n = row_length(r);
+        if (f->opaque) {
+          serialize_row(entry_of(*f), field_at(from, *f, p), f->strides[0], n, out);
+          return;
+        }
+        const std::size_t at = out.size();
+        out.resize(at + n * f->bytes);
+        copy_row(out.data() + at, static_cast<std::ptrdiff_t>(f->bytes), field_at(from, *f, p), f->strides[0], n,
+                 f->bytes);
+      });
+  return out;
+}
+
+std::size_t packed_per_point(const storage& from, const std::vector<const field_placement*>& fields,
+                             const index_space<3>& domain) {
+  if (!any_opaque(fields)) return bytes_per_point(fields);
+  std::size_t total = 0;
+  for (const field_placement* f : fields)
+    for (const rect<3>& r : domain.rects()) {
+      if (!f->opaque) {
+        total += r.volume() * f->bytes;
+        continue;
+      }
+      for_each_row_start(r, [&](const point<3>& p) {
+        total += serialized_size(entry_of(*f), field_at(from, *f, p), f->strides[0], row_length(r));
+      });
+    }
+  return std::max<std::size_t>(1, total / std::max<std::size_t>(1, domain.volume()));
+}
+
 std::size_t move_domain(row_op op, const storage& to, const std::vector<const field_placement*>& to_f,
                         const storage& from, const std::vector<const field_placement*>& from_f,
                         const index_space<3>& domain) {
@@ -145,6 +224,11 @@ std::size_t move_domain(row_op op, const storage& to, const std::vector<const fi
     for (const rect<3>& r : domain.rects())
       for_each_row_start(r, [&](const point<3>& p) {
         const std::size_t n = row_length(r);
+        if (to_f[i]->opaque) {
+          moved += deep_copy_row(entry_of(*to_f[i]), field_at(to, *to_f[i], p), to_f[i]->strides[0],
+                                 field_at(from, *from_f[i], p), from_f[i]->strides[0], n);
+          return;
+        }
         move_row(op, field_at(to, *to_f[i], p), to_f[i]->strides[0], field_at(from, *from_f[i], p),
                  from_f[i]->strides[0], n, from_f[i]->bytes);
         moved += n * from_f[i]->bytes;
@@ -187,7 +271,8 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
       if (!rec->space.bounds().contains(r))
         throw misuse_error(
             fmt::format("{}: a piece from rank {} lies outside instance {:#x}", t.what(), from, dst.id()));
-    if (bytes.size() != points_in(rects) * per_point)
+    const bool serialized = any_opaque(f);
+    if (!serialized && bytes.size() != points_in(rects) * per_point)
       throw misuse_error(fmt::format("{}: a piece from rank {} has {} bytes for {} points", t.what(), from,
                                      bytes.size(), points_in(rects)));
     if (rec->external) {
@@ -195,7 +280,7 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
       on_io([=, &here, in = std::vector<std::byte>(bytes.begin(), bytes.end())] {
         std::string failed;
         try {
-          unpack_into_store(*rec->external, f, rects, in.data());
+          unpack_into_store(*rec->external, f, rects, in.data(), in.data() + in.size());
         } catch (const misuse_error& e) {
           failed = e.what();
         }
@@ -204,7 +289,10 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
       return;
     }
     const std::uint64_t start = trace::span_begin();
-    unpack(t.combine(), storage_of(*rec), f, packed_bytes, rects, bytes.data());
+    if (serialized)
+      unpack_serialized(storage_of(*rec), f, rects, bytes);
+    else
+      unpack(t.combine(), storage_of(*rec), f, packed_bytes, rects, bytes.data());
     end_transfer_span(start, t, bytes.size(), from);
   } catch (const misuse_error& e) {
     failure = e.what();
@@ -216,13 +304,18 @@ void send_piece(const std::shared_ptr<const instance_record>& rec, const std::ve
                 instance src, instance dst, const transfer& t, const std::vector<rect<3>>& piece, std::uint32_t total,
                 event done) {
   const storage from = storage_of(*rec);
-  const std::size_t size = points_in(piece) * bytes_per_point(f);
+  std::size_t size = points_in(piece) * bytes_per_point(f);
   std::shared_ptr<std::vector<std::byte>> packed;
   const std::byte* bytes = nullptr;
-  if (rec->external) {
-    packed = std::make_shared<std::vector<std::byte>>(size);
+  if (rec->external || any_opaque(f)) {
+    packed = std::make_shared<std::vector<std::byte>>();
     try {
-      pack_from_store(*rec->external, f, piece, packed->data());  // (on an I/O thread: move_from_source)
+      const std::uint64_t start = trace::span_begin();
+      if (rec->external)
+        pack_from_store(*rec->external, f, piece, *packed);  // (on an I/O thread: move_from_source)
+      else
+        *packed = pack_serialized(from, f, piece);
+      if (!rec->external) end_transfer_span(start, t, packed->size(), dst.owner());
     } catch (const misuse_error& e) {
       // The piece counts as arrived, failed: the copy's event is poisoned with the resource's error.
       am::send(
@@ -234,6 +327,7 @@ void send_piece(const std::shared_ptr<const instance_record>& rec, const std::ve
       return;
     }
     bytes = packed->data();
+    size = packed->size();
   } else if (f.size() == 1 && piece.size() == 1 && contiguous(from, *f[0], piece[0])) {
     bytes = field_at(from, *f[0], piece[0].lo);  // travels as it lies in the instance
   } else {

@@ -45,6 +45,11 @@ std::vector<const field_placement*> placements(const instance_record& rec, const
                                                const char* role, const transfer& t);
 // Errors unless the source's and destination's field sizes suit the transfer.
 void check_sizes(const transfer& t, const std::vector<std::uint64_t>& src, const std::vector<std::uint64_t>& dst);
+// Errors unless each pair of fields holds the same thing (bytes, or objects of one
+// serialization) and a reduction has no opaque field.
+void check_kinds(const transfer& t, const std::vector<const field_placement*>& src,
+                 const std::vector<const field_placement*>& dst);
+bool any_opaque(const std::vector<const field_placement*>& fields);
 std::vector<std::uint64_t> sizes_of(const std::vector<const field_placement*>& p);
 // Errors unless every point of `domain` is in `space`, the index space of the `role` instance.
 void check_inside(const index_space<3>& domain, const index_space<3>& space, const char* role, instance inst,
@@ -57,6 +62,12 @@ std::size_t bytes_per_point(const std::vector<const field_placement*>& fields);
 // A piece's bytes: each field in turn, its points in index-space order.
 void pack(const storage& from, const std::vector<const field_placement*>& fields, const std::vector<rect<3>>& rects,
           std::byte* out);
+// The same with opaque fields among them, their objects serialized (opaque_elements.hpp).
+std::vector<std::byte> pack_serialized(const storage& from, const std::vector<const field_placement*>& fields,
+                                       const std::vector<rect<3>>& rects);
+// The bytes of the domain's points in the message pieces of a transfer, per point on average.
+std::size_t packed_per_point(const storage& from, const std::vector<const field_placement*>& fields,
+                             const index_space<3>& domain);
 // Moves every field of the domain's points, row by row; returns the source bytes moved.
 std::size_t move_domain(row_op op, const storage& to, const std::vector<const field_placement*>& to_f,
                         const storage& from, const std::vector<const field_placement*>& from_f,
@@ -70,11 +81,12 @@ struct io_side {
 };
 std::size_t move_domain_io(const io_side& to, const std::vector<const field_placement*>& to_f, const io_side& from,
                            const std::vector<const field_placement*>& from_f, const index_space<3>& domain);
-// A piece's bytes as pack() lays them out, read from a resource; and written into one.
+// A piece's bytes as pack() or pack_serialized() lay them out, read from a resource and appended
+// to `out`; and written into one, from `in` (not past `end`).
 void pack_from_store(external_store& from, const std::vector<const field_placement*>& fields,
-                     const std::vector<rect<3>>& rects, std::byte* out);
+                     const std::vector<rect<3>>& rects, std::vector<std::byte>& out);
 void unpack_into_store(external_store& to, const std::vector<const field_placement*>& fields,
-                       const std::vector<rect<3>>& rects, const std::byte* in);
+                       const std::vector<rect<3>>& rects, const std::byte* in, const std::byte* end);
 // Writes `value` into field f of the domain's points of a resource.
 void fill_store(external_store& to, const field_placement& f, std::span<const std::byte> value,
                 const index_space<3>& domain);

@@ -50,7 +50,16 @@ event refresh_into(tree_state& tree, const attachment& a, std::size_t to, field_
 // What tells one resource from another: its file's canonical path (a relative path is the
 // issuing rank's).
 std::string identity_of(const external_resource& res) {
-  const std::string path = std::visit([](const auto& x) { return x.path; }, res);
+  if (const auto* objects = std::get_if<opaque_resource>(&res))
+    return fmt::format("the opaque objects at {:#x} on rank {}", objects->objects, rank_me());
+  const std::string path = std::visit(
+      [](const auto& x) {
+        if constexpr (requires { x.path; })
+          return x.path;
+        else
+          return std::string();
+      },
+      res);
   std::error_code ignored;
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ignored);
   return fmt::format("'{}'", canonical.empty() ? path : canonical.string());
@@ -113,7 +122,7 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   field_space attached_fields;
   for (field_id f : fields) {
     if (!node.fields.has(f)) throw misuse_error(fmt::format("{}: field {} is not in region {:#x}", how, f, r.id()));
-    attached_fields.add(f, node.fields.bytes_of(f));
+    attached_fields.add(node.fields.info(f));
   }
   const int rank = options.rank < 0 ? rank_me() : options.rank;
   if (rank >= rank_n()) throw misuse_error(fmt::format("{}: no rank {} (of {})", how, rank, rank_n()));
