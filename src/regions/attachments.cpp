@@ -213,6 +213,10 @@ void launch_analysis::refresh_mirrors(tree_state& tree, const region_path& path,
     small_vector<event, 8> pre{after};
     for (const conflict& c : earlier)
       if (tree_state::spaces_meet(c.at->space, over)) pre.push_back(c.done);
+    std::vector<std::pair<index_space<3>, event>>& readers = a.readers[{home, f}];
+    std::erase_if(readers, [](const auto& r) { return r.second.has_triggered(); });
+    for (const auto& [points, done] : readers)
+      if (tree_state::spaces_meet(points, over)) pre.push_back(done);
     refresh_into(tree, a, home, f, over, node.dims, merge(pre));
   }
 }
@@ -242,6 +246,7 @@ void launch_analysis::give_back(tree_state& tree, const region_path& path, std::
           if (key.second == f) mirrored = mirrored.subtract(points);
         written = true;
       }
+      if (!wrote) a.readers[{home, f}].emplace_back(points, use.done);
       index_space<3>& mirror = a.mirrors[{home, f}];
       mirror = mirror.unite(points);
       make_only_valid(tree, path, a.ext, f, points);
@@ -275,6 +280,7 @@ event launch_analysis::acquire(region r, event after) {
     if (!over.empty()) done.push_back(refresh_into(*tree, *a, key.first, key.second, over, node.dims, earlier));
   }
   a->mirrors.clear();
+  a->readers.clear();  // (the acquire waited for every earlier use)
   a->acquired = true;
   a->acquired_slot = next_slot_++;
   done.push_back(external_snapshot(ext.inst, a->acquired_slot, earlier));

@@ -187,6 +187,11 @@ struct attachment {
   std::uint64_t slot = 0;           // the state mirrors hold
   std::uint64_t acquired_slot = 0;  // the state at the acquire (a release checks it is unchanged)
   std::map<std::pair<std::size_t, field_id>, index_space<3>> mirrors;  // by instance and field
+  // Restricted launches that read points of a mirror, and may still run: a refresh into those
+  // points waits for them. (Reads do not conflict with one another, and the resource is made the
+  // only valid instance again after each, so nothing else orders them: a refresh would replace
+  // the data under a reader -- for opaque objects, destroy what it reads.)
+  std::map<std::pair<std::size_t, field_id>, std::vector<std::pair<index_space<3>, event>>> readers;
 };
 
 class tree_state {

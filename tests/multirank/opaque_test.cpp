@@ -4,6 +4,7 @@
 // being taken and replaced by writes; a region of attached objects is read afresh by every
 // restricted launch and reused once acquired; fills, reductions, copies between objects and
 // bytes and a deserialize that throws are refused naming the cause.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -298,75 +299,82 @@ TEST_P(opaque, attached_objects_are_lent_to_copies_out_and_replaced_by_copies_in
       0);
 }
 
-// Iris's rendering: objects held on rank 0, a region of them read by launches on every rank.
-// Restricted, each launch deserializes its objects afresh (the program might have changed them);
+// Iris's rendering: objects held on rank 0, a region of them read by launches on every rank, in
+// overlapping windows. Restricted, each launch deserializes its objects afresh (the program might
+// have changed them) -- never under another launch reading them;
 // acquired, the copies are reused until written; a launch's writes reach the program's objects
 // at the release.
 TEST_P(opaque, a_region_of_attached_objects_is_fetched_each_launch_unless_acquired) {
-  EXPECT_EQ(run_checked(GetParam(),
-                        [] {
-                          std::vector<blob*> held;
-                          for (rill::coord_t i = 0; i < count; ++i) held.push_back(blob_for(i, 2));
-                          const rill::region scene = rill::region::create(all, rill::field_space{blobs});
-                          const rill::partition tiles = rill::partition_equal(scene, 4);
-                          rill::attach(scene, {blobs.id}, rill::opaque_resource::of(std::span(held))).wait();
-                          const auto made_everywhere = [] {
-                            long n = 0;  // (the local transport's ranks share a count: asked once)
-                            for (int r = 0; r < (under_mpi() ? rill::rank_n() : 1); ++r)
-                              n += rill::rpc(r, [] { return made.load(); }).get();
-                            return n;
-                          };
-                          const auto render = [&] {
-                            return rill::index_launch(
-                                [](const rill::physical_regions& rs, std::size_t) {
-                                  const auto b = rs[0].read<blob*, 1>(blobs);
-                                  rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) {
-                                    if (!is_blob_for(b[p], p[0], 2)) throw std::runtime_error("a wrong object");
-                                  });
-                                },
-                                tiles, {rill::req(tiles, {blobs.id}, rill::privilege::read_only)});
-                          };
-                          const long start = made_everywhere();
-                          render().wait();
-                          const long first = made_everywhere() - start;
-                          render().wait();
-                          const long second = made_everywhere() - start - first;
-                          expect(first > 0 && second == first, "restricted launches made " + std::to_string(first) +
-                                                                   " then " + std::to_string(second) +
-                                                                   " objects, not the same afresh each time");
-                          rill::acquire(scene).wait();
-                          render().wait();
-                          const long acquired = made_everywhere();
-                          render().wait();
-                          render().wait();
-                          expect(made_everywhere() == acquired, "acquired launches made objects again");
-                          // A write: every tag + 1000 (objects of salt 1002 at the odd... all points).
-                          rill::index_launch(
-                              [](const rill::physical_regions& rs, std::size_t) {
-                                const auto b = rs[0].write<blob*, 1>(blobs);
-                                rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) {
-                                  if (blob* x = b[p]) {
-                                    rill::serdes<blob>::destroy(x);
-                                    b[p] = blob_for(p[0], 1002);
-                                  }
-                                });
-                              },
-                              tiles, {rill::req(tiles, {blobs.id}, rill::privilege::read_write)})
-                              .wait();
-                          expect(is_blob_for(held[1], 1, 2),
-                                 "an acquired write reached the program before the release");
-                          rill::release(scene).wait();
-                          long stale = 0;
-                          for (rill::coord_t i = 0; i < count; ++i)
-                            if (!is_blob_for(held[static_cast<std::size_t>(i)], i, 1002)) ++stale;
-                          expect(stale == 0, std::to_string(stale) + " held objects missed the released write");
-                          rill::detach(scene).wait();
-                          scene.destroy().wait();
-                          for (blob*& b : held)
-                            if (b) rill::serdes<blob>::destroy(std::exchange(b, nullptr));
-                          expect_no_blob_left();
-                        }),
-            0);
+  EXPECT_EQ(
+      run_checked(GetParam(),
+                  [] {
+                    std::vector<blob*> held;
+                    for (rill::coord_t i = 0; i < count; ++i) held.push_back(blob_for(i, 2));
+                    const rill::region scene = rill::region::create(all, rill::field_space{blobs});
+                    // Windows that overlap their neighbours' (and, on one or two ranks, share a
+                    // rank's instance): a refresh for one must not replace objects another reads.
+                    std::vector<rill::index_space<1>> windows;
+                    for (rill::coord_t t = 0; t < 4; ++t)
+                      windows.emplace_back(
+                          rill::rect<1>{std::max<rill::coord_t>(0, t * 50 - 60), std::min(count - 1, t * 50 + 109)});
+                    const rill::partition tiles = rill::partition_by_subspaces(scene, windows);
+                    rill::attach(scene, {blobs.id}, rill::opaque_resource::of(std::span(held))).wait();
+                    const auto made_everywhere = [] {
+                      long n = 0;  // (the local transport's ranks share a count: asked once)
+                      for (int r = 0; r < (under_mpi() ? rill::rank_n() : 1); ++r)
+                        n += rill::rpc(r, [] { return made.load(); }).get();
+                      return n;
+                    };
+                    const auto render = [&] {
+                      return rill::index_launch(
+                          [](const rill::physical_regions& rs, std::size_t) {
+                            const auto b = rs[0].read<blob*, 1>(blobs);
+                            rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) {
+                              if (!is_blob_for(b[p], p[0], 2)) throw std::runtime_error("a wrong object");
+                            });
+                          },
+                          tiles, {rill::req(tiles, {blobs.id}, rill::privilege::read_only)});
+                    };
+                    const long start = made_everywhere();
+                    render().wait();
+                    const long first = made_everywhere() - start;
+                    render().wait();
+                    const long second = made_everywhere() - start - first;
+                    expect(first > 0 && second == first, "restricted launches made " + std::to_string(first) +
+                                                             " then " + std::to_string(second) +
+                                                             " objects, not the same afresh each time");
+                    rill::acquire(scene).wait();
+                    render().wait();
+                    const long acquired = made_everywhere();
+                    render().wait();
+                    render().wait();
+                    expect(made_everywhere() == acquired, "acquired launches made objects again");
+                    // A write: every tag + 1000 (objects of salt 1002 at the odd... all points).
+                    rill::index_launch(
+                        [](const rill::physical_regions& rs, std::size_t) {
+                          const auto b = rs[0].write<blob*, 1>(blobs);
+                          rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) {
+                            if (blob* x = b[p]) {
+                              rill::serdes<blob>::destroy(x);
+                              b[p] = blob_for(p[0], 1002);
+                            }
+                          });
+                        },
+                        tiles, {rill::req(tiles, {blobs.id}, rill::privilege::read_write)})
+                        .wait();
+                    expect(is_blob_for(held[1], 1, 2), "an acquired write reached the program before the release");
+                    rill::release(scene).wait();
+                    long stale = 0;
+                    for (rill::coord_t i = 0; i < count; ++i)
+                      if (!is_blob_for(held[static_cast<std::size_t>(i)], i, 1002)) ++stale;
+                    expect(stale == 0, std::to_string(stale) + " held objects missed the released write");
+                    rill::detach(scene).wait();
+                    scene.destroy().wait();
+                    for (blob*& b : held)
+                      if (b) rill::serdes<blob>::destroy(std::exchange(b, nullptr));
+                    expect_no_blob_left();
+                  }),
+      0);
 }
 
 INSTANTIATE_TEST_SUITE_P(setups, opaque, ::testing::ValuesIn(setups()), name_of);
