@@ -69,7 +69,7 @@ struct rill::serdes<rill_test::opaque_objects::blob> {
   static std::size_t size(const blob& b) { return 8 * (1 + b.words.size()); }
   static void serialize(const blob& b, std::span<std::byte> out) {
     std::memcpy(out.data(), &b.tag, 8);
-    std::memcpy(out.data() + 8, b.words.data(), 8 * b.words.size());
+    if (!b.words.empty()) std::memcpy(out.data() + 8, b.words.data(), 8 * b.words.size());
   }
   static blob* deserialize(std::span<const std::byte> in) {
     if (in.size() < 8 || in.size() % 8 != 0) throw std::runtime_error("a blob of " + std::to_string(in.size()));
@@ -77,7 +77,7 @@ struct rill::serdes<rill_test::opaque_objects::blob> {
     blob* b = rill_test::opaque_objects::make_blob(0, 0);
     std::memcpy(&b->tag, in.data(), 8);
     b->words.resize(in.size() / 8 - 1);
-    std::memcpy(b->words.data(), in.data() + 8, in.size() - 8);
+    if (!b->words.empty()) std::memcpy(b->words.data(), in.data() + 8, in.size() - 8);
     return b;
   }
   static void destroy(blob* b) {
