@@ -111,7 +111,10 @@
     "instances whose data is valid elsewhere too, least recently used first (0 = keep every instance)")          \
   X(regions, "launch-memo", launch_memo, bool, true, on_off, from_config, per_rank,                                  \
     "remember each launch's analysis and repeat it when the same launch finds its regions as it left them "          \
-    "(off: analyse every launch, see docs/regions.md)")
+    "(off: analyse every launch, see docs/regions.md)")                                                              \
+  X(regions, "write-after-read", write_after_read, bool, true, on_off, from_config, per_rank,                        \
+    "a write does not wait for reads of other instances of its points, and moves to another instance when its "     \
+    "own is being read (Iris's write-after-read; off: every write waits for the reads before it)")
 
 #define RILL_RUNTIME_OPTIONS(X)                                                                                       \
   X(runtime, "log", log, std::string, "warn", log_levels, from_config, per_rank,                                      \

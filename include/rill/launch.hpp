@@ -204,6 +204,9 @@ class default_mapper : public mapper {
 };
 // The mapper of the calling rank's launches from now on (null: the default).
 void set_mapper(std::shared_ptr<mapper> m);
+// Whether the calling rank's launches from now on let a write run beside earlier reads of other
+// instances of its points (Iris's write-after-read; --rill:write-after-read sets the default).
+void set_write_after_read(bool on);
 
 // What the calling rank's launches have done so far.
 struct launch_counts {

@@ -31,6 +31,12 @@ bool overwrites(privilege p) { return p == privilege::read_write || p == privile
 
 // Whether a later requirement must wait for an earlier use: reads commute with reads, and
 // reductions with reductions by the same operator.
+// A read of an instance other than `home`, still running: a write to `home` need not wait for it.
+bool read_elsewhere(const region_user& u, std::size_t home) {
+  return u.priv == privilege::read_only && u.coh == coherence::exclusive && u.instance != home &&
+         u.instance != no_instance && !u.done.has_triggered();
+}
+
 bool conflicts(const region_user& u, const requirement& r, const std::vector<field_id>& fields) {
   if (!writes(u.priv) && !writes(r.priv)) return false;
   if (u.priv == privilege::reduce && r.priv == privilege::reduce && u.redop == r.redop->id) return false;
@@ -91,7 +97,7 @@ class merged_in_groups {
 }  // namespace
 
 launch_analysis::launch_analysis(const rill::config& cfg)
-    : rank_module("regions"), budget_(cfg.instance_budget), memo_(cfg.launch_memo) {}
+    : rank_module("regions"), budget_(cfg.instance_budget), memo_(cfg.launch_memo), war_(cfg.write_after_read) {}
 
 launch_analysis::turn::turn(launch_analysis& a) : a_(a) {
   user_event mine;
@@ -124,6 +130,11 @@ launch_analysis::turn::~turn() {
 void launch_analysis::set_mapper(std::shared_ptr<mapper> m) {
   turn t(*this);
   mapper_ = std::move(m);
+}
+
+void launch_analysis::set_write_after_read(bool on) {
+  turn t(*this);
+  war_ = on;
 }
 
 event launch_analysis::destroy_tree(region root, event after) {
@@ -267,6 +278,11 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
     tree.instances[best].last_chosen = clock_;
     return best;
   }
+  return make_instance(tree, path, rank);
+}
+
+std::size_t launch_analysis::make_instance(tree_state& tree, const region_path& path, int rank) {
+  const region_node& node = *path.back();
   const std::size_t bytes = node.space.volume() * node.fields.bytes_per_point();
   if (budget_ > 0) collect(rank, bytes);
   created_instance made;
@@ -289,6 +305,46 @@ std::size_t launch_analysis::instance_for(tree_state& tree, const region_path& p
   tree.at(path).instances.push_back(k);
   tree.note_change();
   return k;
+}
+
+bool launch_analysis::takes_war(const tree_state& tree, const std::vector<requirement>& reqs,
+                                std::span<const region_path* const> paths, std::span<const std::size_t> homes,
+                                std::size_t i) const {
+  if (!war_ || ctx_->parent || !overwrites(reqs[i].priv) || reqs[i].coh != coherence::exclusive ||
+      homes[i] == no_instance)
+    return false;
+  if (!std::all_of(tree.attachments.begin(), tree.attachments.end(), [](const attachment& a) { return a.acquired; }))
+    return false;  // (restricted launches give their data back at once)
+  for (std::size_t j = 0; j < reqs.size(); ++j)
+    if (j != i && paths[j]->back()->root == paths[i]->back()->root) return false;
+  return true;
+}
+
+bool launch_analysis::read_unfinished(tree_state& tree, const region_path& path, std::size_t home,
+                                      const std::vector<field_id>& fields) {
+  bool found = false;
+  tree.for_each_meeting(path, [&](node_state& s) {
+    for (const region_user& u : s.users)
+      found = found || (u.instance == home && u.priv == privilege::read_only &&
+                        fields_meet(as_span(u.fields), fields) && !u.done.has_triggered());
+  });
+  return found;
+}
+
+std::size_t launch_analysis::spare_instance(tree_state& tree, const region_path& path, int rank, std::size_t busy) {
+  for (std::size_t k : tree.at(path).instances) {
+    const tracked_instance& t = tree.instances[k];
+    if (k == busy || t.rank != rank || t.external || !t.live || t.borrowed) continue;
+    bool in_use = false;
+    tree.for_each_meeting(path, [&](node_state& s) {
+      for (const region_user& u : s.users) in_use = in_use || (u.instance == k && !u.done.has_triggered());
+    });
+    if (!in_use) {
+      tree.instances[k].last_chosen = clock_;
+      return k;
+    }
+  }
+  return make_instance(tree, path, rank);
 }
 
 void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
@@ -579,10 +635,24 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
                                            : "one of them writes, but they map to different instances"));
     }
 
+  // Write after read (Iris §IV-B): a write need not wait for reads of other instances -- they
+  // keep their data -- so a write whose own instance is being read moves to another.
+  small_vector<bool> war(reqs.size(), false);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    war[i] = takes_war(*trees[i], reqs, as_span(paths), as_span(homes), i);
+    if (war[i] && read_unfinished(*trees[i], *paths[i], homes[i], fields[i])) {
+      homes[i] = spare_instance(*trees[i], *paths[i], rank, homes[i]);
+      remember = false;
+    }
+  }
+
   small_vector<event, 8> waits{after};
   // Who it waits for, before any of its own requirements is recorded (they never wait for each
-  // other): conflicting uses, but those of the same instance with the same relaxed coherence.
+  // other): conflicting uses, but those of the same instance with the same relaxed coherence,
+  // and, for a write after read, unfinished reads of other instances (kept as uses, and noted as
+  // reads of their instance: nothing copies into it before they end).
   small_vector<small_vector<conflict>> earlier(reqs.size());
+  small_vector<small_vector<event>> kept_reads(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i)
     trees[i]->for_each_meeting(*paths[i], [&](node_state& s) {
       trees[i]->drop_finished(s);  // (the only pass over uses: the others look at instances)
@@ -591,6 +661,14 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
         if (reqs[i].coh != coherence::exclusive && u.coh == reqs[i].coh && homes[i] != no_instance &&
             u.instance == homes[i])
           continue;
+        if (war[i] && read_elsewhere(u, homes[i])) {
+          for (field_id f : u.fields)
+            if (std::binary_search(fields[i].begin(), fields[i].end(), f))
+              note_read(trees[i]->instances[u.instance].valid[f], u.done);
+          kept_reads[i].push_back(u.done);
+          remember = false;
+          continue;
+        }
         waits.push_back(u.done);
         earlier[i].push_back({&s, u.done});
         if (remember) memo.waits.push_back({&s, {u.fields, u.priv, u.coh, u.instance, event::none(), u.redop, u.hash}});
@@ -606,6 +684,10 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     const std::size_t home = homes[i];
     waits.push_back(unless_done(tree.instances[home].made));
     for (field_id f : fields[i]) {
+      // A write after read waits for the copies out of its instance itself: it no longer waits
+      // for the launches they were made for.
+      if (war[i] && !tree.instances[home].valid[f].reads.empty())
+        waits.push_back(merge(tree.instances[home].valid[f].reads));
       if (reqs[i].priv == privilege::write_discard) {
         discard_pending(tree, node.space, f);
       } else {
@@ -652,7 +734,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     tree_state& tree = *trees[i];
     node_state& at = tree.at(*paths[i]);
     const bool overwrite = overwrites(reqs[i].priv) && reqs[i].coh == coherence::exclusive;
-    if (overwrite) tree.drop_covered(at, fields[i]);
+    if (overwrite) tree.drop_covered(at, fields[i], as_span(kept_reads[i]));
     if (homes[i] != no_instance) note_use(tree, homes[i], out.done);
     region_user use{{fields[i].begin(), fields[i].end()}, reqs[i].priv, reqs[i].coh, homes[i], out.done,
                     reqs[i].redop ? reqs[i].redop->id : 0};
@@ -772,6 +854,9 @@ event region::destroy(event after) const {
 }
 
 void set_mapper(std::shared_ptr<mapper> m) { detail::analysis_here("rill::set_mapper").set_mapper(std::move(m)); }
+void set_write_after_read(bool on) {
+  detail::analysis_here("rill::set_write_after_read").set_write_after_read(on);
+}
 launch_counts launch_counts_here() { return detail::analysis_here("rill::launch_counts_here").counts(); }
 
 }  // namespace rill

@@ -46,6 +46,7 @@ class launch_analysis final : public rank_module {
   // destroy.
   std::vector<std::pair<instance, event>> retire(launched_body& body);
   void set_mapper(std::shared_ptr<mapper> m);
+  void set_write_after_read(bool on);
   // region::destroy: forgets the tree of `root` in the calling rank's launches (later ones on it
   // are refused) and destroys its instances once `after` and every launch and copy recorded in
   // it have ended, failed or not; returns the event of their destruction.
@@ -114,6 +115,17 @@ class launch_analysis final : public rank_module {
   // An instance on `rank` covering the region at the end of `path`: the largest made for a region
   // that contains it (itself, an ancestor, an aliased region around it), else a new one.
   std::size_t instance_for(tree_state& tree, const region_path& path, int rank);
+  // A new instance on `rank` for the region at the end of `path`.
+  std::size_t make_instance(tree_state& tree, const region_path& path, int rank);
+  // Write after read: whether requirement i of a launch may skip reads of other instances (an
+  // exclusive write, at the top level, of a tree whose attachments are all acquired, the task's
+  // only requirement on that tree); whether `home` has unfinished reads of `fields` of the points;
+  // and an instance on `rank` for them other than `busy`, with no unfinished use (made if none).
+  bool takes_war(const tree_state& tree, const std::vector<requirement>& reqs,
+                 std::span<const region_path* const> paths, std::span<const std::size_t> homes, std::size_t i) const;
+  bool read_unfinished(tree_state& tree, const region_path& path, std::size_t home,
+                       const std::vector<field_id>& fields);
+  std::size_t spare_instance(tree_state& tree, const region_path& path, int rank, std::size_t busy);
   // Copies into instance `home` the points of field f of the region at the end of `path` that it
   // does not hold valid, from instances that do: each copy after `after` and the conflicting
   // earlier uses of the points it copies (the writes that made them; they waited in turn for
@@ -191,6 +203,7 @@ class launch_analysis final : public rank_module {
   std::vector<std::size_t> valid_bytes_;                        // choose_rank's, by rank, in turns
   const std::size_t budget_;                                    // bytes per rank, 0: none
   const bool memo_;                                             // --rill:launch-memo
+  bool war_;  // --rill:write-after-read, or set_write_after_read (in turn, as the mapper)
   std::map<std::vector<std::uint64_t>, std::uint32_t> shapes_;  // shape_of's numbers, in turns
   std::unordered_map<int, std::size_t> held_;                   // bytes of live instances by rank, in turns
   std::uint64_t clock_ = 0;                                     // launches analysed, in turns

@@ -95,15 +95,16 @@ std::size_t tree_state::record_use(node_state& n, region_user use) {
   return n.users.size() - 1;
 }
 
-void tree_state::drop_covered(node_state& n, std::span<const field_id> fields) {
+void tree_state::drop_covered(node_state& n, std::span<const field_id> fields, std::span<const event> keep) {
   std::erase_if(n.users, [&](const region_user& u) {
     if (!std::includes(fields.begin(), fields.end(), u.fields.begin(), u.fields.end())) return false;
+    if (std::find(keep.begin(), keep.end(), u.done) != keep.end()) return false;
     use_dropped(u);
     return true;
   });
   for (auto& [partition_id, used] : n.below)
     for (auto& [color, child] : used.child_of_color)
-      if (node_state* below = find(child)) drop_covered(*below, fields);
+      if (node_state* below = find(child)) drop_covered(*below, fields, keep);
 }
 
 void tree_state::drop_finished(node_state& n) {

@@ -219,8 +219,9 @@ class tree_state {
   // in n.users.
   std::size_t record_use(node_state& n, region_user use);
   // Drops the uses of region n and below whose fields are all in `fields` (sorted): a write of
-  // them there waits for those uses, and whoever conflicts with them conflicts with it.
-  void drop_covered(node_state& n, std::span<const field_id> fields);
+  // them there waits for those uses, and whoever conflicts with them conflicts with it. Uses whose
+  // event is in `keep` stay: reads of other instances that the write did not wait for.
+  void drop_covered(node_state& n, std::span<const field_id> fields, std::span<const event> keep = {});
   // Drops n's uses that finished without failing once it has more than a few (a failed one
   // stays, so that its poison reaches those that would have waited for it). A short list keeps
   // them: waiting for a finished use costs little, and dropping it would change the list's shape,
