@@ -22,22 +22,23 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",         "workers",
-                                 "transport",     "stack",
-                                 "agg-bytes",     "agg-age-us",
-                                 "large-bytes",   "queue-buffers",
-                                 "chaos",         "log",
-                                 "idle-poll-us",  "event-graph",
-                                 "hang-report-s", "steal",
-                                 "steal-batch",   "segment",
-                                 "global-heap",   "shared-segments",
-                                 "gas-cache",     "gas-cache-entries",
-                                 "tag-checks",    "node-ring",
-                                 "inline-queue",  "trace",
-                                 "stats",         "unobserved-errors",
-                                 "faults",        "unresponsive-s",
-                                 "channels",      "instance-budget",
-                                 "launch-memo",   "io-threads"};
+const char* const all_names[] = {"ranks",           "workers",
+                                 "transport",       "stack",
+                                 "agg-bytes",       "agg-age-us",
+                                 "large-bytes",     "queue-buffers",
+                                 "chaos",           "log",
+                                 "idle-poll-us",    "event-graph",
+                                 "hang-report-s",   "steal",
+                                 "steal-batch",     "segment",
+                                 "global-heap",     "shared-segments",
+                                 "gas-cache",       "gas-cache-entries",
+                                 "tag-checks",      "node-ring",
+                                 "inline-queue",    "trace",
+                                 "stats",           "unobserved-errors",
+                                 "faults",          "unresponsive-s",
+                                 "channels",        "instance-budget",
+                                 "launch-memo",     "io-threads",
+                                 "write-after-read"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -301,6 +302,14 @@ TEST_F(Options, LaunchMemo) {
   args a{"prog", "--rill:launch-memo=off"};
   EXPECT_FALSE(parse(a).cfg.launch_memo);
   expect_usage_error("--rill:launch-memo=sometimes", "launch-memo");
+}
+
+TEST_F(Options, WriteAfterRead) {
+  args d{"prog"};
+  EXPECT_TRUE(parse(d).cfg.write_after_read);
+  args a{"prog", "--rill:write-after-read=off"};
+  EXPECT_FALSE(parse(a).cfg.write_after_read);
+  expect_usage_error("--rill:write-after-read=maybe", "write-after-read");
 }
 
 TEST_F(Options, GasTranslationCache) {
