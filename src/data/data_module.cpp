@@ -25,7 +25,7 @@ const char* name_of(memory_kind k) {
 
 instance_record::~instance_record() {
   if (!data) return;
-  if (placement.has_opaque()) destroy_objects(*this);
+  if (placement.has_opaque()) destroy_objects(*this);  // (none left if destroyed: an instance the run ended with)
   if (in_segment)
     in_segment->deallocate(data, segment_tag);
   else
@@ -157,6 +157,9 @@ std::shared_ptr<const instance_record> data_module::destroy(instance handle) {
     if (!gone->external)
       (handle.location().kind() == memory_kind::registered ? used_registered_ : used_system_) -= gone->placement.bytes;
   }
+  // Its objects go now, not with the last holder of the record (a message being sent keeps it a
+  // while, but pieces of opaque fields are serialized copies): the destroy's event means they are.
+  if (!gone->external && gone->placement.has_opaque()) destroy_objects(*gone);
   return gone;
 }
 
