@@ -227,12 +227,14 @@ namespace detail {
 using shared_regions = std::shared_ptr<const physical_regions>;
 
 // What a launch's analysis decided: the rank, what the task waits for, its physical regions,
-// and the task's event, which the launch's uses are recorded under (made by spawn_event).
+// the task's event, which the launch's uses are recorded under (made by spawn_event), and the
+// launch's: the task's, or after it the writes back of what it wrote to attached resources.
 struct launch_plan {
   int rank;
   event pre;
   shared_regions regions;
   event done;
+  event finished;
 };
 // Analyses a launch of `reqs` (regions, not partitions) in program order on the calling rank.
 // `travels`: the task's callable can run on another rank (else a mapper's choice of another rank
@@ -332,7 +334,7 @@ event spawn_planned(launch_plan& plan, F&& fn, Args&&... args) {
     refuse_planned(plan.done, e.what());
     throw;
   }
-  return plan.done;
+  return plan.finished;
 }
 }  // namespace detail
 

@@ -96,9 +96,9 @@ std::vector<conflict> launch_analysis::uses_of(tree_state& tree, const region_pa
 }
 
 void launch_analysis::record_own_use(tree_state& tree, const region_path& path, const attachment& a, privilege p,
-                                     event done) {
+                                     event done, std::span<const event> kept) {
   node_state& at = tree.at(path);
-  tree.drop_covered(at, a.fields);
+  tree.drop_covered(at, a.fields, kept);
   tree.record_use(at, region_user{{a.fields.begin(), a.fields.end()}, p, coherence::exclusive, a.ext, done, 0});
 }
 
@@ -290,15 +290,36 @@ event launch_analysis::acquire(region r, event after) {
   return acquired;
 }
 
-event launch_analysis::write_back(tree_state& tree, attachment& a, const region_path& path, event after) {
+event launch_analysis::write_back(tree_state& tree, attachment& a, const region_path& path, event after,
+                                  std::vector<event>& kept) {
   std::vector<event> before{after, tree.instances[a.ext].made};
-  const std::vector<conflict> earlier = uses_of(tree, path, a.fields);
+  // Early release: once the writes have ended, the resource gets the data they leave whatever
+  // reads still run on copies, which keep theirs (nothing copies into an instance before the
+  // reads noted on it end, and the launches that write it wait for its kept uses).
+  std::vector<conflict> earlier;
+  std::vector<std::size_t> still_read;  // the instances of those reads
+  tree.for_each_meeting(path, [&](node_state& s) {
+    for (const region_user& u : s.users) {
+      if (!std::any_of(u.fields.begin(), u.fields.end(), [&](field_id f) { return has_field(a, f); })) continue;
+      if (war_ && u.priv == privilege::read_only && u.instance != a.ext && u.instance != no_instance &&
+          !u.done.has_triggered()) {
+        for (field_id f : u.fields)
+          if (auto v = tree.instances[u.instance].valid.find(f);
+              has_field(a, f) && v != tree.instances[u.instance].valid.end())
+            note_read(v->second, u.done);
+        kept.push_back(u.done);
+        still_read.push_back(u.instance);
+        continue;
+      }
+      earlier.push_back({&s, u.done});
+    }
+  });
   for (const conflict& c : earlier) before.push_back(c.done);
   // Another program's write since the acquire poisons the check, and through it every copy.
   const event checked = external_unchanged(tree.instances[a.ext].inst, a.acquired_slot, merge(before), "rill::release");
   std::vector<event> landed{checked};
   for (field_id f : a.fields) {
-    bring_in(tree, path, a.ext, f, checked, earlier);
+    bring_in(tree, path, a.ext, f, checked, earlier, still_read);
     landed.push_back(tree.instances[a.ext].valid[f].ready);
   }
   // Every instance holding the points valid now holds what the resource will: mirrors of it.
@@ -326,8 +347,9 @@ event launch_analysis::release(region r, event after) {
   turn in_turn(*this);
   auto [tree, a, path] = attachment_of(r, how);
   if (!a->acquired) throw misuse_error(fmt::format("{}: region {:#x} is not acquired (rill::acquire)", how, r.id()));
-  const event released = write_back(*tree, *a, *path, after);
-  record_own_use(*tree, *path, *a, privilege::read_only, released);
+  std::vector<event> kept;
+  const event released = write_back(*tree, *a, *path, after, kept);
+  record_own_use(*tree, *path, *a, privilege::read_only, released, kept);
   return released;
 }
 
@@ -337,7 +359,8 @@ event launch_analysis::detach(region r, event after) {
   turn in_turn(*this);
   auto [tree, a, path] = attachment_of(r, how);
   const region_node& node = *path->back();
-  const event released = a->acquired ? write_back(*tree, *a, *path, after) : after;
+  std::vector<event> kept;  // (the detach waits for every use: below)
+  const event released = a->acquired ? write_back(*tree, *a, *path, after, kept) : after;
   std::vector<event> ends{after, released};
   for (const conflict& c : uses_of(*tree, *path, a->fields)) ends.push_back(c.done);
   tracked_instance& ext = tree->instances[a->ext];

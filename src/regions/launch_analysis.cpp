@@ -348,13 +348,14 @@ std::size_t launch_analysis::spare_instance(tree_state& tree, const region_path&
 }
 
 void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
-                               std::span<const conflict> earlier) {
+                               std::span<const conflict> earlier, std::span<const std::size_t> last_resort) {
   const region_node& node = *path.back();
   if (tree.instances[home].valid[f].points.contains(node.space)) return;
   index_space<3> missing = node.space.subtract(tree.instances[home].valid[f].points);
-  tree.for_each_meeting(path, [&](node_state& s) {
+  const auto copy_from = [&](node_state& s, bool resorting) {
     for (std::size_t k : s.instances) {
       if (k == home || missing.empty()) continue;
+      if (std::find(last_resort.begin(), last_resort.end(), k) != last_resort.end() && !resorting) continue;
       tracked_instance& from = tree.instances[k];
       auto v = from.valid.find(f);
       if (v == from.valid.end()) continue;
@@ -377,7 +378,9 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       tree.note_change();
       missing = missing.subtract(over);
     }
-  });
+  };
+  tree.for_each_meeting(path, [&](node_state& s) { copy_from(s, false); });
+  if (!missing.empty() && !last_resort.empty()) tree.for_each_meeting(path, [&](node_state& s) { copy_from(s, true); });
 }
 
 void launch_analysis::note_use(tree_state& tree, std::size_t k, event until) {
@@ -574,7 +577,7 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
       if (reqs[i].part.exists()) point_reqs[i].reg = reqs[i].part.subregion(c);
     launch_plan plan =
         plan_point(point_reqs, fields, after, static_cast<std::int64_t>(c), travels, memos ? &(*memos)[c] : nullptr);
-    points.add(plan.done);
+    points.add(plan.finished);
     spawn(plan, c);
   }
   return points.all();
@@ -600,8 +603,9 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
                     "trivially copyable and can run only on the calling rank",
                     what, rank));
 
-  launch_plan out{rank, event::none(), {}, spawn_event(rank)};
-  small_vector<tree_state*> trees;  // each requirement's
+  launch_plan out{rank, event::none(), {}, spawn_event(rank), event::none()};
+  small_vector<event> given_back{out.done};  // the task, then its writes back
+  small_vector<tree_state*> trees;           // each requirement's
   for (const region_path* path : paths) trees.push_back(&ctx_->trees[path->back()->root]);
   for (std::size_t i = 0; i < reqs.size(); ++i)
     if (!trees[i]->attachments.empty()) refuse_on_attached(*trees[i], *paths[i]->back(), fields[i], reqs[i].priv);
@@ -739,8 +743,10 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     region_user use{{fields[i].begin(), fields[i].end()}, reqs[i].priv, reqs[i].coh, homes[i], out.done,
                     reqs[i].redop ? reqs[i].redop->id : 0};
     const std::size_t k = tree.record_use(at, std::move(use));
-    if (!tree.attachments.empty() && homes[i] != no_instance)
+    if (!tree.attachments.empty() && homes[i] != no_instance) {
       give_back(tree, *paths[i], homes[i], fields[i], writes(reqs[i].priv), at.users[k]);
+      if (at.users[k].done != out.done) given_back.push_back(at.users[k].done);
+    }
     if (remember) {
       region_user shape = at.users[k];
       shape.done = event::none();
@@ -748,6 +754,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     }
   }
   out.pre = merge(waits);
+  out.finished = given_back.size() == 1 ? out.done : merge(given_back);
   // Atomic uses hold their instances' reservations from the start of the task to its end, taken
   // in one order (by reservation id) so that two launches never hold one each and wait for the other.
   std::vector<reservation> locks;
@@ -799,7 +806,8 @@ std::optional<launch_plan> launch_analysis::repeat(const launch_memo& m, event a
     waits.push_back(unless_done(t.made));
     for (field_id f : u.use.fields) waits.push_back(unless_done(t.valid[f].ready));
   }
-  launch_plan out{m.rank, event::none(), m.regions, spawn_event(m.rank)};
+  launch_plan out{m.rank, event::none(), m.regions, spawn_event(m.rank), event::none()};
+  out.finished = out.done;
   for (const launch_memo::own_use& u : m.uses) {
     if (u.overwrites) u.tree->drop_covered(*u.at, as_span(u.use.fields));
     region_user use = u.use;
@@ -854,9 +862,7 @@ event region::destroy(event after) const {
 }
 
 void set_mapper(std::shared_ptr<mapper> m) { detail::analysis_here("rill::set_mapper").set_mapper(std::move(m)); }
-void set_write_after_read(bool on) {
-  detail::analysis_here("rill::set_write_after_read").set_write_after_read(on);
-}
+void set_write_after_read(bool on) { detail::analysis_here("rill::set_write_after_read").set_write_after_read(on); }
 launch_counts launch_counts_here() { return detail::analysis_here("rill::launch_counts_here").counts(); }
 
 }  // namespace rill

@@ -129,9 +129,11 @@ class launch_analysis final : public rank_module {
   // Copies into instance `home` the points of field f of the region at the end of `path` that it
   // does not hold valid, from instances that do: each copy after `after` and the conflicting
   // earlier uses of the points it copies (the writes that made them; they waited in turn for
-  // whoever read the points where they are copied to).
+  // whoever read the points where they are copied to). Instances in `last_resort` are copied from
+  // only for points no other holds valid (a release avoids those of reads it does not wait for:
+  // their data may have been copied there after the read's own precondition).
   void bring_in(tree_state& tree, const region_path& path, std::size_t home, field_id f, event after,
-                std::span<const conflict> earlier);
+                std::span<const conflict> earlier, std::span<const std::size_t> last_resort = {});
   // Makes instance `home` the only one holding field f of `points` valid.
   void make_only_valid(tree_state& tree, const region_path& path, std::size_t home, field_id f,
                        const index_space<3>& points);
@@ -160,8 +162,9 @@ class launch_analysis final : public rank_module {
   // Every recorded use of `fields` at points of the region at the end of `path`, with its end.
   static std::vector<conflict> uses_of(tree_state& tree, const region_path& path, std::span<const field_id> fields);
   // Records a use of the attachment's region by the attachment's own operation, which waited for
-  // every earlier use (they are dropped).
-  static void record_own_use(tree_state& tree, const region_path& path, const attachment& a, privilege p, event done);
+  // every earlier use (they are dropped) but those that ended in `kept`.
+  static void record_own_use(tree_state& tree, const region_path& path, const attachment& a, privilege p, event done,
+                             std::span<const event> kept = {});
   // A launch's instance `home` of the region at the end of `path`, under a restricted attachment:
   // the points of field f it mirrors are refreshed from the resource (before bring_in copies the
   // rest from it), and once the task has run -- `use` is its recorded use -- the resource is the
@@ -175,8 +178,10 @@ class launch_analysis final : public rank_module {
   static void refuse_on_attached(const tree_state& tree, const region_node& node, const std::vector<field_id>& fields,
                                  privilege p);
   // release(): writes back into the resource what other instances hold newer, after `after`, then
-  // restricts it again; returns the event of the resource holding it.
-  event write_back(tree_state& tree, attachment& a, const region_path& path, event after);
+  // restricts it again; returns the event of the resource holding it. With write after read on,
+  // it does not wait for reads of other instances still running (Iris §IV-B, early release): their
+  // ends go to `kept`, uses the caller must keep, and are noted as reads of their instances.
+  event write_back(tree_state& tree, attachment& a, const region_path& path, event after, std::vector<event>& kept);
   // Destroys instances on `rank` until `needed` more bytes fit in the budget there, least recently
   // chosen first, skipping those chosen by the launch being analysed and those that hold some
   // point of a field that no other instance holds valid. (Short of such instances, the budget is
@@ -193,16 +198,16 @@ class launch_analysis final : public rank_module {
                                     const redop_info& op, int rank);
 
   std::mutex turns_lock_;
-  bool turn_taken_ = false;                                     // under turns_lock_
-  std::deque<user_event> waiting_turns_;                        // under turns_lock_
-  std::shared_ptr<mapper> mapper_;                              // in turns
-  launch_context top_;                                          // launches made outside launched tasks, in turns
-  launch_context* ctx_ = &top_;                                 // the caller's, in a turn
-  std::unordered_map<std::uint64_t, region_path> paths_;        // by region id, in turns
-  std::unordered_set<std::uint64_t> destroyed_;                 // roots of destroyed trees, in turns
-  std::vector<std::size_t> valid_bytes_;                        // choose_rank's, by rank, in turns
-  const std::size_t budget_;                                    // bytes per rank, 0: none
-  const bool memo_;                                             // --rill:launch-memo
+  bool turn_taken_ = false;                               // under turns_lock_
+  std::deque<user_event> waiting_turns_;                  // under turns_lock_
+  std::shared_ptr<mapper> mapper_;                        // in turns
+  launch_context top_;                                    // launches made outside launched tasks, in turns
+  launch_context* ctx_ = &top_;                           // the caller's, in a turn
+  std::unordered_map<std::uint64_t, region_path> paths_;  // by region id, in turns
+  std::unordered_set<std::uint64_t> destroyed_;           // roots of destroyed trees, in turns
+  std::vector<std::size_t> valid_bytes_;                  // choose_rank's, by rank, in turns
+  const std::size_t budget_;                              // bytes per rank, 0: none
+  const bool memo_;                                       // --rill:launch-memo
   bool war_;  // --rill:write-after-read, or set_write_after_read (in turn, as the mapper)
   std::map<std::vector<std::uint64_t>, std::uint32_t> shapes_;  // shape_of's numbers, in turns
   std::unordered_map<int, std::size_t> held_;                   // bytes of live instances by rank, in turns

@@ -1,6 +1,7 @@
 // Files attached to regions (rill/attach.hpp): restricted launches read the file before they run
 // and write it back after; acquire lets copies in memory stand for it, release writes back once
-// (and a re-acquire of unchanged data reads nothing); a file changed by another program while
+// (and a re-acquire of unchanged data reads nothing) without waiting for reads still running on
+// the copies (early release; off, it waits); a file changed by another program while
 // acquired poisons the release and is not written over; the points of a partitioned region are
 // read by the ranks their launches run on, each its own part once (of an HDF5 dataset: its
 // hyperslab); a checkpoint is a region
@@ -72,11 +73,13 @@ rill::event step(const grid& g, rill::event after = rill::event::none()) {
                             g.pieces, {rill::req(g.pieces, {value.id}, rill::privilege::read_write)});
 }
 
-// The points of r whose value is not f(i), counted by a launch reading it (issued now).
+// The points of r whose value is not f(i), counted by a launch reading it (issued now, run after
+// `after`).
 template <class F>
-rill::future<long> count_wrong(rill::region r, F) {
+rill::future<long> count_wrong(rill::region r, F, rill::event after = rill::event::none()) {
   rill::promise<long> wrong;
   rill::launch(
+      rill::after(after),
       [](const rill::physical_regions& rs, rill::promise<long> out) {
         const auto v = rs[0].read<double, 1>(value);
         long bad = 0;
@@ -177,6 +180,75 @@ TEST_P(attach, acquire_keeps_copies_and_release_writes_back_once) {
                           rill::detach(g.root).wait();  // (releases first)
                           expect(wrong_in_file(path, thrice{}) == 0, "the detach did not write the last step back");
                         }),
+            0);
+}
+
+// Early release (Iris §IV-B): once the acquired writes have ended, a release writes them back
+// without waiting for reads still running on the copies, which keep the data they started with --
+// also when a restricted write of the same points follows (it waits for them).
+TEST_P(attach, a_release_does_not_wait_for_reads_still_running_on_copies) {
+  const scratch_dir dir;
+  const std::string path = dir / "values.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(run_checked(
+                GetParam(),
+                [&] {
+                  grid g;
+                  rill::attach(g.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write},
+                               rill::event::none(), {.rank = rill::rank_n() - 1});
+                  rill::acquire(g.root);
+                  step(g);
+                  rill::user_event gate = rill::user_event::create();
+                  rill::future<long> read = count_wrong(g.root, once{}, gate);
+                  rill::release(g.root).wait();
+                  expect(!read.ready(), "the held-back read ended before its gate opened");
+                  expect(wrong_in_file(path, once{}) == 0, "the early release did not write the step back");
+                  const rill::event stepped = step(g);
+                  gate.trigger();
+                  expect(read.get() == 0, "a read running across the release and a later write saw other data");
+                  stepped.wait();
+                  // (A read comes after the step's write back.)
+                  expect(wrong_in_region(g.root, twice{}) == 0, "the restricted step after the release was lost");
+                  expect(wrong_in_file(path, twice{}) == 0, "the restricted step after the release is not in the file");
+                  rill::detach(g.root).wait();
+                  expect(wrong_in_region(g.root, twice{}) == 0, "the detached region lost the last step");
+                }),
+            0);
+}
+
+// With --rill:write-after-read=off a release waits for every use before it, reads included.
+TEST_P(attach, off_a_release_waits_for_the_reads_before_it) {
+  const scratch_dir dir;
+  const std::string path = dir / "values.bin", other = dir / "other.bin";
+  write_doubles(path, identity{});
+  write_doubles(other, identity{});
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          grid g, h;
+                          const int last = rill::rank_n() - 1;
+                          rill::attach(g.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write},
+                                       rill::event::none(), {.rank = last});
+                          rill::attach(h.root, {value.id}, rill::file_resource{other, rill::io_mode::read_write},
+                                       rill::event::none(), {.rank = last});
+                          rill::acquire(g.root);
+                          rill::acquire(h.root);
+                          step(g);
+                          step(h);
+                          rill::user_event gate = rill::user_event::create();
+                          rill::future<long> read = count_wrong(g.root, once{}, gate);
+                          const rill::event released = rill::release(g.root);
+                          rill::release(h.root).wait();  // independent, issued after: it wrote its file
+                          expect(wrong_in_file(other, once{}) == 0, "the independent release did not write back");
+                          expect(!released.has_triggered(), "a release ended before a read it follows");
+                          expect(wrong_in_file(path, identity{}) == 0, "a release wrote back before a read it follows");
+                          gate.trigger();
+                          expect(read.get() == 0, "the read saw other data");
+                          released.wait();
+                          expect(wrong_in_file(path, once{}) == 0, "the release did not write the step back");
+                          rill::detach(g.root).wait();
+                          rill::detach(h.root).wait();
+                        },
+                        {"--rill:write-after-read=off"}),
             0);
 }
 
