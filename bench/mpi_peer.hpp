@@ -100,6 +100,7 @@ inline void sleeping_barrier() {
 struct rill_shape {
   int ranks = 1;
   int workers = 1;
+  int io_threads = 1;
 };
 
 // One repetition of a program that times Rill beside an MPI peer: a runtime of its own (over a
@@ -111,7 +112,7 @@ rill_shape rill_repetition(int argc, char** argv, F&& body) {
   std::vector<char*> args(argv, argv + argc + 1);
   int args_count = argc;
   rill::runtime rt(args_count, args.data());
-  const rill_shape shape{rt.ranks(), rt.options().workers};
+  const rill_shape shape{rt.ranks(), rt.options().workers, rt.options().io_threads};
   rt.run(std::forward<F>(body));
   sleeping_barrier();
   return shape;

@@ -18,9 +18,10 @@
 //             this strip's step before that last read it; the strip's step after its halo copies,
 //             its own step before, and the copies out of it of the step before (which read what
 //             it overwrites). The whole run is issued at once; the issuer yields after each step.
-//   MPI       (the peer, in the same processes) one block of rows per rank with a halo row either
-//             side; per step MPI_Irecv/MPI_Isend of the two halo rows, MPI_Waitall, then the
-//             block's rows: the Parallel Research Kernels' Stencil (MPI1) on a 1D cut.
+//   MPI       (the peer, in the same processes; stencil_mpi.cpp) one block of rows per rank with a
+//             halo row either side; per step MPI_Irecv/MPI_Isend of the two halo rows,
+//             MPI_Waitall, then the block's rows: the Parallel Research Kernels' Stencil (MPI1) on
+//             a 1D cut.
 // All three run the same row kernel (stencil.hpp). Metric: time per step (first issue to last
 // completion over the steps); target (issue 21): regions >= 0.9 x explicit. Check: the final grids
 // of regions and explicit agree with MPI's within a relative 1e-12 (else exit 1).
@@ -29,7 +30,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -132,50 +132,6 @@ double run_explicit(const params& prm, const std::vector<piece>& pieces, std::ve
     const std::vector<double> v = f.get();
     values.insert(values.end(), v.begin(), v.end());
   }
-  return per_step;
-}
-
-// --- The MPI peer -----------------------------------------------------------------------------------
-
-// Seconds per step of the bulk-synchronous version; `values` gets (on rank 0) the final grid.
-double run_mpi(const params& prm, std::vector<double>& values) {
-  const int me = bench::mpi_peer::world_rank(), ranks = bench::mpi_peer::world_size();
-  const coord_t lo = me * prm.height / ranks, hi = (me + 1) * prm.height / ranks - 1, rows = hi - lo + 1;
-  const coord_t W = prm.width;
-  const auto at = [W](coord_t local_row) { return static_cast<std::size_t>(local_row * W); };
-  // Local row i is global row lo - 1 + i: rows 1 .. rows are this rank's, 0 and rows + 1 halos.
-  std::vector<double> a(at(rows + 2)), b(at(rows + 2));
-  for (coord_t i = 1; i <= rows; ++i)
-    for (coord_t x = 0; x < W; ++x) a[at(i) + static_cast<std::size_t>(x)] = initial(x, lo - 1 + i);
-  const int up = me > 0 ? me - 1 : MPI_PROC_NULL, down = me + 1 < ranks ? me + 1 : MPI_PROC_NULL;
-  constexpr int tag = 61;
-  const int n = static_cast<int>(W);
-  MPI_Barrier(MPI_COMM_WORLD);
-  const auto t0 = bench::clock::now();
-  for (int s = 0; s < prm.steps; ++s) {
-    double* in = (s % 2 ? b : a).data();
-    double* out = (s % 2 ? a : b).data();
-    MPI_Request r[4];
-    MPI_Irecv(in, n, MPI_DOUBLE, up, tag, MPI_COMM_WORLD, &r[0]);
-    MPI_Irecv(in + at(rows + 1), n, MPI_DOUBLE, down, tag, MPI_COMM_WORLD, &r[1]);
-    MPI_Isend(in + at(1), n, MPI_DOUBLE, up, tag, MPI_COMM_WORLD, &r[2]);
-    MPI_Isend(in + at(rows), n, MPI_DOUBLE, down, tag, MPI_COMM_WORLD, &r[3]);
-    MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
-    for (coord_t i = 1; i <= rows; ++i) {
-      const coord_t y = lo - 1 + i;
-      relax_row(in + at(i - 1), in + at(i), in + at(i + 1), out + at(i), W, y == 0 || y == prm.height - 1);
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double per_step = bench::seconds_since(t0) / prm.steps;
-  const std::vector<double>& last = prm.steps % 2 ? b : a;
-  const int mine = static_cast<int>(rows * W);
-  std::vector<int> counts(static_cast<std::size_t>(ranks)), displs(static_cast<std::size_t>(ranks));
-  MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), 0);
-  values.assign(me == 0 ? static_cast<std::size_t>(W * prm.height) : 0, 0.0);
-  MPI_Gatherv(last.data() + at(1), mine, MPI_DOUBLE, values.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
-              MPI_COMM_WORLD);
   return per_step;
 }
 

@@ -1,10 +1,13 @@
 // REGIONS, case `stencil` (the whole story is at the top of regions_stencil.cpp): the grid, its cut
 // into pieces and the arithmetic of a step, shared by the version on logical regions
-// (stencil_regions.cpp), the one on Rill's data layer with explicit copies and the MPI peer
-// (regions_stencil.cpp).
+// (stencil_regions.cpp), the one on Rill's data layer with explicit copies (regions_stencil.cpp)
+// and the MPI peer (stencil_mpi.cpp). I4 (i4_snapshots.cpp) runs the regions and MPI versions with
+// a snapshot of the grid every k steps, through the hooks below.
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <functional>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -69,7 +72,19 @@ struct grid_regions {
   rill::partition strips, ghosts;
 };
 grid_regions make_regions(const params& prm);
+// Called after the launch of step s (0-based), which wrote output_of(s); the run's time includes
+// waiting for the event it returns.
+using regions_hook = std::function<rill::event(int step)>;
 // Seconds per step of a run from the initial values; `values` gets the final grid, row by row.
-double run_regions(const params& prm, const grid_regions& r, std::vector<double>& values);
+double run_regions(const params& prm, const grid_regions& r, std::vector<double>& values,
+                   const regions_hook& after_step = {});
+
+// Called on every rank after step s (0-based) with the rank's rows of the grid that step wrote
+// (contiguous, row after row) and the first of them; inside the timed loop.
+using mpi_hook = std::function<void(int step, std::span<const double> rows, coord_t first_row)>;
+// The bulk-synchronous MPI version on MPI_COMM_WORLD (a block of rows per rank, MPI_Irecv/MPI_Isend
+// of the halo rows, MPI_Waitall, compute). Seconds per step; `values` gets, on rank 0, the final
+// grid.
+double run_mpi(const params& prm, std::vector<double>& values, const mpi_hook& after_step = {});
 
 }  // namespace stencil

@@ -70,21 +70,26 @@ grid_regions make_regions(const params& prm) {
   return r;
 }
 
-double run_regions(const params& prm, const grid_regions& r, std::vector<double>& values) {
+double run_regions(const params& prm, const grid_regions& r, std::vector<double>& values,
+                   const regions_hook& after_step) {
   using rill::privilege;
   rill::set_mapper(std::make_shared<block_mapper>(prm));
   rill::index_launch(init_strip, r.strips, {rill::req(r.strips, {f_a.id}, privilege::write_discard)}).wait();
   const auto t0 = bench::clock::now();
   rill::event last;
+  std::vector<rill::event> hooked;
   for (int s = 0; s < prm.steps; ++s) {
     last = rill::index_launch(relax_strip, r.strips,
                               {rill::req(r.ghosts, {input_of(s).id}, privilege::read_only),
                                rill::req(r.strips, {output_of(s).id}, privilege::write_discard)},
                               prm, s);
+    if (after_step)
+      if (const rill::event e = after_step(s); !e.is_none()) hooked.push_back(e);
     // One worker per rank: let rank 0's own tasks and incoming requests run between steps.
     rill::yield();
   }
-  last.wait();
+  hooked.push_back(last);
+  rill::merge(hooked).wait();
   const double per_step = bench::seconds_since(t0) / prm.steps;
   // Strip by strip where each is (a read of the whole grid would make an instance of it on this
   // rank, which later runs would then use for every strip here).
