@@ -153,6 +153,9 @@ event merge_span(std::span<const event> events);
 event all_ended(std::span<const event> events);
 // A new event owned by the calling rank: the completion of a task spawned to `rank`.
 event spawn_event(int rank);
+// Triggers e (made by event_create or spawn_event for work that is not a task) once `after` has,
+// poisoned as it is. Call from a task.
+void event_trigger_after(event e, event after);
 // A new event owned by the calling rank: the value of a promise's futures (rill/future.hpp).
 event promise_event();
 

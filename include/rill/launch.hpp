@@ -210,7 +210,7 @@ void set_write_after_read(bool on);
 
 // What the calling rank's launches have done so far.
 struct launch_counts {
-  std::uint64_t launches = 0;             // tasks launched (points of index launches each count)
+  std::uint64_t launches = 0;             // tasks and region copies launched (points of index ones each count)
   std::uint64_t launches_repeated = 0;    // of them, planned as a remembered analysis (--rill:launch-memo)
   std::uint64_t instances_made = 0;       // instances made for them
   std::uint64_t copies = 0;               // copies issued to bring data where a task runs

@@ -38,6 +38,7 @@
 #include "rill/proc.hpp"
 #include "rill/reduction.hpp"
 #include "rill/region.hpp"
+#include "rill/region_copy.hpp"
 #include "rill/reservation.hpp"
 #include "rill/rma.hpp"
 #include "rill/runtime.hpp"

@@ -129,6 +129,14 @@ event spawn_event(int rank) {
   return e;
 }
 
+void event_trigger_after(event e, event after) {
+  event_table& t = table("rill: triggering an event");
+  if (after.is_none())
+    t.trigger(e, nullptr);
+  else
+    t.on_trigger(after, new deferred_trigger(e));
+}
+
 void event_trigger(event e) { table("rill: triggering an event").trigger(e, nullptr); }
 
 // Triggers e, poisoned when cause is set (also used for "trigger unless the precondition failed").

@@ -32,6 +32,16 @@ bool overwrites(privilege p) { return p == privilege::read_write || p == privile
 // Whether a later requirement must wait for an earlier use: reads commute with reads, and
 // reductions with reductions by the same operator.
 // A read of an instance other than `home`, still running: a write to `home` need not wait for it.
+// The attachment not acquired that holds every one of `fields` at every point of `node`, or null.
+const attachment* restricted_over(const tree_state& tree, const region_node& node,
+                                  const std::vector<field_id>& fields) {
+  for (const attachment& a : tree.attachments)
+    if (!a.acquired && a.space.contains(node.space) &&
+        std::includes(a.fields.begin(), a.fields.end(), fields.begin(), fields.end()))
+      return &a;
+  return nullptr;
+}
+
 bool read_elsewhere(const region_user& u, std::size_t home) {
   return u.priv == privilege::read_only && u.coh == coherence::exclusive && u.instance != home &&
          u.instance != no_instance && !u.done.has_triggered();
@@ -585,7 +595,7 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
 
 launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
                                         const std::vector<std::vector<field_id>>& fields, event after,
-                                        std::int64_t color, bool travels, launch_memo* remembered) {
+                                        std::int64_t color, bool travels, launch_memo* remembered, bool copy) {
   ++clock_;
   if (remembered && remembered->known)
     if (std::optional<launch_plan> again = repeat(*remembered, after, travels)) return std::move(*again);
@@ -621,8 +631,16 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   // The instance of each requirement on that rank (coherence relaxes order only within one).
   // (A reduction folds into an instance of its own.)
   small_vector<std::size_t> homes;
-  for (std::size_t i = 0; i < reqs.size(); ++i)
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    // A copy into points attached and not acquired writes the resource itself (a task would get
+    // a copy of them in memory, given back after it).
+    if (copy && i == 1)
+      if (const attachment* a = restricted_over(*trees[1], *paths[1]->back(), fields[1])) {
+        homes.push_back(a->ext);
+        continue;
+      }
     homes.push_back(reqs[i].priv == privilege::reduce ? no_instance : instance_for(*trees[i], *paths[i], rank));
+  }
   // Two of its requirements on the same points and fields, one writing, in two instances: each
   // instance would be marked valid while the task updates only one of them. (A reduction applies
   // after the task, on top of what it wrote; two with different operators would not commute.)
@@ -743,7 +761,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     region_user use{{fields[i].begin(), fields[i].end()}, reqs[i].priv, reqs[i].coh, homes[i], out.done,
                     reqs[i].redop ? reqs[i].redop->id : 0};
     const std::size_t k = tree.record_use(at, std::move(use));
-    if (!tree.attachments.empty() && homes[i] != no_instance) {
+    if (!tree.attachments.empty() && homes[i] != no_instance && !tree.instances[homes[i]].external) {
       give_back(tree, *paths[i], homes[i], fields[i], writes(reqs[i].priv), at.users[k]);
       if (at.users[k].done != out.done) given_back.push_back(at.users[k].done);
     }

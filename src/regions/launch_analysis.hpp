@@ -37,6 +37,11 @@ class launch_analysis final : public rank_module {
   // spawn(plan, color) as soon as it is planned; returns the event of all of them.
   event plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
                    const std::function<void(launch_plan&, std::size_t)>& spawn);
+  // rill::copy between regions (region_copies.cpp): analysed as a launch of [src, dst] mapped as a
+  // task would be, the data moved by a transfer instead of a task; into points attached to a
+  // resource and not acquired, straight into the resource. Returns the copy's event.
+  event copy(const requirement& src, const requirement& dst, event after);
+  event index_copy(partition over, const requirement& src, const requirement& dst, event after);
   // After a launched task's body (docs/regions.md, "Sub-launches"): the event of its
   // sub-launches and of the copies that bring what they wrote into its instances (no copies when
   // the body failed).
@@ -95,9 +100,14 @@ class launch_analysis final : public rank_module {
   static void check_fields(const requirement& r, const region_node& node, const std::vector<field_id>& fields);
   // A task's analysis, in turn: `reqs` name regions, `fields` are theirs sorted and checked.
   // `memo`: what the last analysis of the same launch found, repeated if it may be, and replaced
-  // by what this one finds (null: the launch is not remembered).
+  // by what this one finds (null: the launch is not remembered). `copy`: a copy's, [src, dst],
+  // whose dst is the resource itself where it is attached and not acquired.
   launch_plan plan_point(const std::vector<requirement>& reqs, const std::vector<std::vector<field_id>>& fields,
-                         event after, std::int64_t color, bool travels, launch_memo* memo);
+                         event after, std::int64_t color, bool travels, launch_memo* memo, bool copy = false);
+  // A copy's checks, in turn (region_copies.cpp); returns the fields of [src, dst], sorted.
+  std::vector<std::vector<field_id>> check_copy(const requirement& src, const requirement& dst, const char* how);
+  // Issues the transfer of a planned copy and triggers its task event after it.
+  void move_planned(launch_plan& plan, const requirement& src, const requirement& dst);
   // The requirements' privileges, coherences, operators and fields as a number, the same for the
   // same ones (a remembered analysis's key); 0 when launches with them are not remembered
   // (a reduction, a program's mapper, an instance budget, --rill:launch-memo=off).
