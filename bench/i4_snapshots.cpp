@@ -9,9 +9,10 @@
 //             on the issuing rank (the ranks share a node, whose page cache holds every rank's
 //             writes): a sync per strip halved the bandwidth (460-510 against 940-970 MB/s, 1 rank).
 //   attached  the same stencil; after every k-th step a region attached write_discard to the
-//             snapshot file (rill::file_resource), an index launch copying each strip into it, and
-//             its detach (docs/checkpoint.md): the runtime writes, syncs and renames the file on
-//             its I/O threads while the next steps run. The steps wait only where data dependences
+//             snapshot file (rill::file_resource), a copy of each strip into it (rill::index_copy:
+//             the I/O thread writes the file from the strip's instance, no task runs), and its
+//             detach (docs/checkpoint.md): the runtime writes, syncs and renames the file on its
+//             I/O threads while the next steps run. The steps wait only where data dependences
 //             say: the step after next (which overwrites the field copied) for the copy, and a
 //             snapshot's copy for the write of the one two before it (two snapshot regions in
 //             turn, so that at most two snapshots wait in memory for the disk).
@@ -58,6 +59,7 @@
 #include "rill/attach.hpp"
 #include "rill/launch.hpp"
 #include "rill/partition.hpp"
+#include "rill/region_copy.hpp"
 #include "stencil.hpp"
 
 namespace {
@@ -134,15 +136,6 @@ void sync_snapshot(int n) {
   with_file(snapshot_path(variant::blocking, n), "syncing", [](int fd) { return ::fdatasync(fd) == 0; });
 }
 
-// A point of the attached variant's snapshot launch: its strip of the field step `step` wrote,
-// copied into the snapshot region.
-void copy_strip(const rill::physical_regions& rs, std::size_t, params prm, int step) {
-  const auto from = rs[0].read<double, 2>(output_of(step));
-  const auto to = rs[1].write<double, 2>(saved);
-  const rill::rect<2> b = rs[1].reg.space<2>().bounds();
-  for (coord_t y = b.lo[1]; y <= b.hi[1]; ++y) std::copy_n(from.ptr({0, y}), prm.width, to.ptr({0, y}));
-}
-
 // A region the attached variant copies a snapshot into, cut into the grid's strips (so that each
 // strip's copy runs where the strip is).
 struct snapshot_region {
@@ -179,10 +172,8 @@ double run_rill(const params& prm, const grid_regions& g, const std::vector<snap
       const int n = (s + 1) / k;
       const snapshot_region& to = pool[static_cast<std::size_t>(n % in_memory)];
       rill::attach(to.root, {saved.id}, rill::file_resource{snapshot_path(v, n), rill::io_mode::write_discard});
-      rill::index_launch(copy_strip, g.strips,
-                         {rill::req(g.strips, {output_of(s).id}, privilege::read_only),
-                          rill::req(to.strips, {saved.id}, privilege::write_discard)},
-                         prm, s);
+      rill::index_copy(g.strips, rill::req(g.strips, {output_of(s).id}, privilege::read_only),
+                       rill::req(to.strips, {saved.id}, privilege::write_discard));
       return rill::detach(to.root);
     };
   return run_regions(prm, g, values, hook) * prm.steps;
