@@ -70,8 +70,9 @@ void wait_until_scheduled(std::uint64_t want) {
 
 // On rank 0 with `threads` I/O threads: each held in a copy out of attached latches (one latch
 // each) -- then one copy per piece of a memory instance into an attached file, issued last piece
-// first, queued behind them; then the gate opens. Returns the I/O counts of the copies into the
-// file, and checks the file holds every piece.
+// first, queued behind them (each first finds where it writes: work of no device, which the I/O
+// threads take before any write); then the gate opens. Returns the I/O counts of the copies into
+// the file, and checks the file holds every piece.
 rill::io_counts backlog_of_pieces(int threads) {
   held = 0;
   open = false;
@@ -150,13 +151,14 @@ TEST_P(io_queue, fifo_takes_the_backlog_as_it_came) {
 }
 
 // Two I/O threads released at once onto a backlog of one device: with io-depth 1 only one writes.
+// (Not necessarily in one sweep: while one thread still finds where the last copies write, the
+// other may start on the writes queued so far, and the sweep wraps round for the rest.)
 TEST_P(io_queue, one_device_runs_at_most_io_depth_operations_at_once) {
   EXPECT_EQ(run_checked(GetParam(),
                         [] {
                           const rill::io_counts c = backlog_of_pieces(2);
                           expect(c.most_running == 1, "with --rill:io-depth=1, " + std::to_string(c.most_running) +
                                                           " reads and writes of one device ran at once");
-                          expect(c.seeks_back == 0, "a backlog taken one at a time was not written in one sweep");
                         },
                         {"--rill:io-threads=2", "--rill:io-depth=1", "--rill:channels=1"}),
             0);
