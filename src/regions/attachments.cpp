@@ -37,9 +37,9 @@ event refresh_into(tree_state& tree, const attachment& a, std::size_t to, field_
                    int dims, event pre) {
   tracked_instance& ext = tree.instances[a.ext];
   valid_points& mine = tree.instances[to].valid[f];
-  const event refreshed =
-      external_refresh(ext.inst, tree.instances[to].inst, {f}, over, dims, a.slot,
-                       merge(pre, ext.made, tree.instances[to].made, ext.valid[f].ready, mine.ready, take_reads(mine)));
+  const event refreshed = external_refresh(
+      ext.inst, tree.instances[to].inst, {f}, over, dims, a.slot,
+      merge(pre, ext.made, tree.instances[to].made, ext.valid[f].ready, mine.ready, take_reads(mine), a.slot_taken));
   note_read(ext.valid[f], refreshed);
   mine.points = mine.points.unite(over);
   mine.ready = merge(mine.ready, refreshed);
@@ -176,7 +176,8 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   a.resource = resource;
   a.read_only = !writable;
   a.slot = next_slot_++;
-  const event ready = merge(made.ready, external_snapshot(made.inst, a.slot, made.ready));
+  a.slot_taken = external_snapshot(made.inst, a.slot, made.ready);
+  const event ready = merge(made.ready, a.slot_taken);
   record_own_use(tree, path, a, privilege::write_discard, ready);
   tree.attachments.push_back(std::move(a));
   return ready;
@@ -256,7 +257,8 @@ void launch_analysis::give_back(tree_state& tree, const region_path& path, std::
     std::vector<event> landed;
     for (field_id g : a.fields) landed.push_back(tree.instances[a.ext].valid[g].ready);
     a.slot = next_slot_++;
-    use.done = merge(use.done, external_snapshot(tree.instances[a.ext].inst, a.slot, merge(landed)));
+    a.slot_taken = external_snapshot(tree.instances[a.ext].inst, a.slot, merge(landed));
+    use.done = merge(use.done, a.slot_taken);
   }
 }
 
@@ -336,9 +338,10 @@ event launch_analysis::write_back(tree_state& tree, attachment& a, const region_
   for (field_id f : a.fields) make_only_valid(tree, path, a.ext, f, a.space);
   const event held = merge(landed);
   a.slot = next_slot_++;
+  a.slot_taken = external_snapshot(tree.instances[a.ext].inst, a.slot, held);
   a.acquired = false;
   tree.note_change();
-  return merge(held, external_snapshot(tree.instances[a.ext].inst, a.slot, held));
+  return merge(held, a.slot_taken);
 }
 
 event launch_analysis::release(region r, event after) {

@@ -186,6 +186,10 @@ struct attachment {
   bool acquired = false;
   std::uint64_t slot = 0;           // the state mirrors hold
   std::uint64_t acquired_slot = 0;  // the state at the acquire (a release checks it is unchanged)
+  // The snapshot of `slot`: a refresh waits for it, as it checks against it -- and through it for
+  // what it waited for, such as the reads of a mirror that a release ended (no use of the region
+  // records them after the release; without this a refresh could write a mirror under them).
+  event slot_taken;
   std::map<std::pair<std::size_t, field_id>, index_space<3>> mirrors;  // by instance and field
   // Restricted launches that read points of a mirror, and may still run: a refresh into those
   // points waits for them. (Reads do not conflict with one another, and the resource is made the

@@ -252,6 +252,38 @@ TEST_P(attach, off_a_release_waits_for_the_reads_before_it) {
             0);
 }
 
+// A restricted read after a release finds its copy unchanged and reads nothing from the file --
+// also when a read before the release still runs on that copy: the refresh waits for the state the
+// release leaves (and so for that read), instead of reading the file again under it.
+TEST_P(attach, a_read_after_a_release_waits_for_it_and_reads_nothing_again) {
+  const scratch_dir dir;
+  const std::string path = dir / "values.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          grid g;
+                          const int last = rill::rank_n() - 1;
+                          const rill::io_counts before = io_counts_of(last);
+                          rill::attach(g.root, {value.id}, rill::file_resource{path, rill::io_mode::read_write},
+                                       rill::event::none(), {.rank = last});
+                          rill::acquire(g.root);
+                          rill::user_event gate = rill::user_event::create();
+                          rill::future<long> during = count_wrong(g.root, identity{}, gate);
+                          const rill::event released = rill::release(g.root);
+                          rill::future<long> after = count_wrong(g.root, identity{});
+                          expect(!released.has_triggered(), "a release ended before a read it follows");
+                          gate.trigger();
+                          expect(during.get() == 0, "the acquired read saw other data");
+                          expect(after.get() == 0, "the read after the release saw other data");
+                          const std::uint64_t read = io_counts_of(last).bytes_read - before.bytes_read;
+                          expect(read == file_bytes, "the two reads read " + std::to_string(read) +
+                                                         " bytes of the file, not the file once");
+                          rill::detach(g.root).wait();
+                        },
+                        {"--rill:write-after-read=off"}),
+            0);
+}
+
 // Another program appends to the file while it is acquired: the release is poisoned naming the
 // file, and the other program's data is not written over.
 TEST_P(attach, a_file_changed_while_acquired_poisons_the_release_and_is_kept) {
