@@ -22,6 +22,9 @@ enum class tag_checks { every, home };
 // What the end of a run does about errors nobody observed: poisoned events that no one waited on,
 // queried or passed on (rill/event.hpp, docs/debugging.md).
 enum class unobserved_policy { fatal, warn, ignore };
+// The order in which a rank's I/O threads take external I/O that is ready, per device: elevator
+// (by file, then offset, in one sweep) or fifo (as it became ready).
+enum class io_order { elevator, fifo };
 // Faults the local transport injects on purpose (--rill:faults; docs/debugging.md#fault-injection),
 // so that tests see what the runtime detects when a network misbehaves. Seeded by --rill:chaos.
 struct fault_plan {

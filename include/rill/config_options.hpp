@@ -104,6 +104,14 @@
   X(steal, "steal-batch", steal_batch, std::uint32_t, 8, number(1, 1 << 20), from_config, per_rank,                   \
     "the most async_any tasks one steal takes (at most half of the victim's queue)")
 
+#define RILL_DATA_OPTIONS(X)                                                                                          \
+  X(data, "io-order", io_ordering, io_order, io_order::elevator, io_order_names, from_config, per_rank,                  \
+    "the order in which I/O threads take the reads and writes of attached resources that are ready, per device: "   \
+    "elevator (by file, then offset, sweeping front to back) or fifo (as they became ready)")                        \
+  X(data, "io-depth", io_depth, int, 0, number(0, 64), "every I/O thread", per_rank,                                  \
+    "the most reads and writes of one device (a file system) that I/O threads run at once, so that a slow device "  \
+    "does not hold every I/O thread while others wait (0: no limit but the I/O threads)")
+
 #define RILL_REGIONS_OPTIONS(X)                                                                                       \
   X(regions, "instance-budget", instance_budget, std::size_t, 0, bytes(0, std::size_t{1} << 50), "no budget",         \
     per_rank,                                                                                                         \
@@ -133,6 +141,7 @@
   RILL_EVENTS_OPTIONS(X)                                                                                              \
   RILL_GLOBAL_OPTIONS(X)                                                                                              \
   RILL_STEAL_OPTIONS(X)                                                                                               \
+  RILL_DATA_OPTIONS(X)                                                                                                \
   RILL_REGIONS_OPTIONS(X)                                                                                             \
   RILL_RUNTIME_OPTIONS(X)
 // clang-format on

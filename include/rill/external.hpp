@@ -191,7 +191,8 @@ created_instance attach_instance(memory m, const rect<N>& space, const field_spa
 }
 
 // The calling rank's external I/O so far: operations (each a system call or library call that
-// moves data), the bytes they moved, and the syncs that made writes durable.
+// moves data), the bytes they moved, and the syncs that made writes durable; and what its I/O
+// queue did (docs/external.md, "I/O scheduling").
 struct io_counts {
   std::uint64_t attached = 0;  // resources opened
   std::uint64_t reads = 0;
@@ -199,6 +200,10 @@ struct io_counts {
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;
   std::uint64_t syncs = 0;
+  std::uint64_t scheduled = 0;     // pieces of I/O work queued for the I/O threads
+  std::uint64_t seeks_back = 0;    // reads and writes that began before the previous one of their
+                                   //   device ended, in the same file
+  std::uint64_t most_running = 0;  // the most reads and writes of one device that ran at once
 };
 io_counts io_counts_here();
 

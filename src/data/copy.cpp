@@ -48,6 +48,25 @@ struct destination_info {
   }
 };
 
+// Where the transfer's I/O on `ext`, an instance attached on this rank, lies (io_queue.hpp): at
+// the first of `fields` over the transfer's points. Nowhere for one not found here (the transfer
+// says why as it runs).
+io_place io_place_of(instance ext, const std::vector<field_id>& fields, const transfer& t) {
+  if (fields.empty()) return {};
+  std::shared_ptr<const instance_record> rec;
+  try {
+    rec = data_here(t.what()).find_any(ext, t.what());
+  } catch (const misuse_error&) {
+    return {};
+  }
+  const field_placement* f = rec->placement.find(fields.front());
+  const index_space<3>& domain = t.whole ? rec->space : t.over;
+  if (!f || !rec->external || domain.empty()) return {};
+  io_place where = rec->external->place(*f, domain.rects().front());
+  where.end = where.begin + domain.volume() * f->bytes;
+  return where;
+}
+
 // At the source's rank: checks the whole transfer, then moves it into the destination's storage
 // when this rank can address it, or sends the points piece by piece.
 void move_from_source(instance src, instance dst, const transfer& t, const destination_info& to, event done) {
@@ -124,7 +143,7 @@ void start_at_destination(instance src, instance dst, const transfer& t, event d
         src.owner(),
         [](instance s, instance ds, const transfer& tr, const destination_info& info, event e) {
           if (s.location().kind() == memory_kind::external)
-            on_io([=] { move_from_source(s, ds, tr, info, e); });
+            on_io(io_place_of(s, tr.src_fields, tr), [=] { move_from_source(s, ds, tr, info, e); });
           else
             on_channel([=] { move_from_source(s, ds, tr, info, e); });
         },
@@ -138,15 +157,23 @@ void start_at_destination(instance src, instance dst, const transfer& t, event d
   const index_space<3>& domain = t.whole ? s->space : t.over;
   check_inside(domain, s->space, "source", src, t);
   check_inside(domain, d->space, "destination", dst, t);
-  const std::uint64_t start = trace::span_begin();
-  std::size_t moved = 0;
   if (s->external || d->external) {
-    const storage dm = storage_of(*d), sm = storage_of(*s);
-    moved = move_domain_io({d->external ? nullptr : &dm, d->external.get()}, df,
-                           {s->external ? nullptr : &sm, s->external.get()}, sf, domain);
-  } else {
-    moved = move_domain(t.combine(), storage_of(*d), df, storage_of(*s), sf, domain);
+    // (The records hold the fields' placements and the storage while the I/O waits its turn.)
+    on_io(io_place_of(s->external ? src : dst, s->external ? t.src_fields : t.dst_fields, t),
+          [s, d, df, sf, domain, t, done, rank = here.id()] {
+            auto move = [&] {
+              const std::uint64_t start = trace::span_begin();
+              const storage dm = storage_of(*d), sm = storage_of(*s);
+              const std::size_t moved = move_domain_io({d->external ? nullptr : &dm, d->external.get()}, df,
+                                                       {s->external ? nullptr : &sm, s->external.get()}, sf, domain);
+              end_transfer_span(start, t, moved, rank);
+            };
+            if (run_guarded(done, move)) event_trigger(done);
+          });
+    return;
   }
+  const std::uint64_t start = trace::span_begin();
+  const std::size_t moved = move_domain(t.combine(), storage_of(*d), df, storage_of(*s), sf, domain);
   end_transfer_span(start, t, moved, here.id());
   event_trigger(done);
 }
@@ -190,6 +217,8 @@ event transfer_padded(instance src, std::vector<field_id> src_fields, instance d
           fmt::format("{}: instance {:#x} is in external memory, which takes copies only: reduce into "
                       "an instance in memory, then copy it",
                       what, (src.location().kind() == memory_kind::external ? src : dst).id()));
+    // (Checked and looked up on an I/O thread too, never needing a worker or a channel; the I/O
+    // itself goes back to the I/O queue, at its place.)
     return io_started_at(dst.owner(), after, start, src, dst, t);
   }
   return started_at(dst.owner(), after, start, src, dst, t);
@@ -216,17 +245,26 @@ event fill_padded(instance inst, field_id f, std::vector<std::byte> value, const
       throw misuse_error(fmt::format(
           "rill::fill: {} point(s) to fill are not in the index space of instance {:#x}; nothing was written", outside,
           i.id()));
-    const std::uint64_t start = trace::span_begin();
     if (rec->external) {
-      fill_store(*rec->external, *p, v, domain);
-    } else {
-      for (const rect<3>& r : domain.rects())
-        for_each_row_start(r, [&](const point<3>& q) {
-          std::byte* at = field_at(storage_of(*rec), *p, q);
-          for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0])
-            std::memcpy(at, v.data(), v.size());
-        });
+      const rect<3> first = domain.empty() ? rect<3>{} : domain.rects().front();
+      io_place where = rec->external->place(*p, first);
+      where.end = where.begin + domain.volume() * p->bytes;
+      on_io(where, [rec, p, v, domain, done] {
+        auto fill = [&] {
+          const std::uint64_t start = trace::span_begin();
+          fill_store(*rec->external, *p, v, domain);
+          trace::span_end<trace::kind::fill>(start, 0, domain.volume() * v.size());
+        };
+        if (run_guarded(done, fill)) event_trigger(done);
+      });
+      return;
     }
+    const std::uint64_t start = trace::span_begin();
+    for (const rect<3>& r : domain.rects())
+      for_each_row_start(r, [&](const point<3>& q) {
+        std::byte* at = field_at(storage_of(*rec), *p, q);
+        for (std::size_t k = 0, n = row_length(r); k < n; ++k, at += p->strides[0]) std::memcpy(at, v.data(), v.size());
+      });
     trace::span_end<trace::kind::fill>(start, 0, domain.volume() * v.size());
     event_trigger(done);
   };

@@ -32,13 +32,14 @@ instance_record::~instance_record() {
     ::operator delete (data, std::align_val_t{instance_alignment});
 }
 
-data_module::data_module(int rank, const rill::machine& machine, global_module& global)
+data_module::data_module(int rank, const rill::machine& machine, global_module& global, const rill::config& cfg)
     : rank_module("data"),
       rank_(rank),
       machine_(machine),
       global_(global),
       system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))),
-      registered_capacity_(static_cast<std::size_t>(machine.capacity(memory::registered(rank)))) {}
+      registered_capacity_(static_cast<std::size_t>(machine.capacity(memory::registered(rank)))),
+      io_work_(cfg.io_ordering, cfg.io_depth, io_) {}
 
 std::uint64_t data_module::next_instance_id() {
   std::lock_guard g(lock_);

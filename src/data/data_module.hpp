@@ -10,7 +10,9 @@
 
 #include "data/external_store.hpp"
 #include "data/instance_layout.hpp"
+#include "data/io_queue.hpp"
 #include "global/global_module.hpp"
+#include "rill/config.hpp"
 #include "rill/instance.hpp"
 #include "rill/machine.hpp"
 #include "scheduler/current_module.hpp"
@@ -36,7 +38,7 @@ struct instance_record {
 
 class data_module final : public rank_module {
  public:
-  data_module(int rank, const rill::machine& machine, global_module& global);
+  data_module(int rank, const rill::machine& machine, global_module& global, const rill::config& cfg);
 
   int id() const { return rank_; }
   // A fresh instance id: this rank in the top 24 bits, a sequence number below (never 0).
@@ -59,6 +61,8 @@ class data_module final : public rank_module {
   std::shared_ptr<const instance_record> find_any(instance handle, const char* what) const;
 
   io_counters& io() { return io_; }
+  // The order in which this rank's I/O threads take the external I/O that is ready.
+  io_queue& io_work() { return io_work_; }
 
   // Where this rank can load and store the `bytes` of another rank's instance that start at
   // `address` there: the same address when both ranks share a process, the mapping of the
@@ -103,6 +107,7 @@ class data_module final : public rank_module {
   };
   std::map<event, copy_arrivals> arrivals_;  // copies into this rank with pieces still to come
   io_counters io_;
+  io_queue io_work_;  // (after io_, which it counts in)
 };
 
 inline data_module& data_here(const char* what) { return current_module<data_module>(what); }

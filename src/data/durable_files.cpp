@@ -87,6 +87,24 @@ void replace_with(const std::string& temporary, const std::string& path, const s
 
 void file_backed_store::snapshot(std::uint64_t slot) { versions_.remember(slot, version_of(current_path())); }
 bool file_backed_store::unchanged_since(std::uint64_t slot) { return versions_.same(slot, version_of(current_path())); }
+void file_backed_store::locate() {
+  // (A file that cannot be examined, or a file system numbered 0, is on the I/O queue's device
+  // "none": unordered, never limited.)
+  struct stat st {};
+  if (::stat(current_path().c_str(), &st) != 0) return;
+  device_ = static_cast<std::uint64_t>(st.st_dev);
+  inode_ = static_cast<std::uint64_t>(st.st_ino);
+}
+
+std::uint64_t file_backed_store::offset(const field_placement& f, const point<3>& p) const {
+  std::uint64_t rank = 0, span = 1;
+  for (int d = 0; d < 3; ++d) {
+    rank += static_cast<std::uint64_t>(p[d] - bounds_.lo[d]) * span;
+    span *= static_cast<std::uint64_t>(bounds_.hi[d] - bounds_.lo[d] + 1);
+  }
+  return (static_cast<std::uint64_t>(f.id) << 40) + rank * f.bytes;
+}
+
 void file_backed_store::fail(const std::string& why) const { throw misuse_error(fmt::format("{} {}", name_, why)); }
 
 void discard_unfinished(const std::string& temporary, const std::string& name) {

@@ -73,24 +73,38 @@ class remembered_versions {
 // the temporary file while it is the runtime's alone).
 class file_backed_store : public external_store {
  public:
-  file_backed_store(std::string path, io_mode mode, std::string name)
-      : path_(std::move(path)), mode_(mode), name_(std::move(name)) {}
+  file_backed_store(std::string path, io_mode mode, std::string name, const rect<3>& bounds)
+      : path_(std::move(path)), mode_(mode), name_(std::move(name)), bounds_(bounds) {}
   void snapshot(std::uint64_t slot) override;
   bool unchanged_since(std::uint64_t slot) override;
   const std::string& name() const override { return name_; }
   io_mode mode() const override { return mode_; }
+  io_place place(const field_placement& f, const rect<3>& r) const override {
+    const std::uint64_t at = offset(f, r.lo);
+    return {device_, inode_, at, at + r.volume() * f.bytes};
+  }
 
  protected:
+  // Notes the device and inode of the file current_path() names (for place): a constructor calls
+  // it once the file exists.
+  void locate();
+  // Where field f's element at p (within the bounds) lies in the file. By default (a library lays
+  // the file out: HDF5, SQLite) a guess that keeps the order of points and fields: the field's id
+  // high, then p's rank in index-space order.
+  virtual std::uint64_t offset(const field_placement& f, const point<3>& p) const;
+
   const std::string& current_path() const { return mode_ == io_mode::write_discard ? temporary_ : path_; }
   [[noreturn]] void fail(const std::string& why) const;
 
   const std::string path_;
   const io_mode mode_;
   const std::string name_;
+  const rect<3> bounds_;   // the instance's
   std::string temporary_;  // write_discard: where the new contents are built
 
  private:
   remembered_versions versions_;
+  std::uint64_t device_ = 0, inode_ = 0;
 };
 
 // A write_discard resource never destroyed: its temporary file removed, with a warning (nothing

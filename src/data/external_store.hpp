@@ -1,6 +1,6 @@
 // The data of an external instance (rill/external.hpp): what a copy reads from and writes to in
-// place of memory. Every call may block in the kernel, so only I/O threads make them
-// (scheduler/channel.hpp: io_submit).
+// place of memory. Every call may block in the kernel, so only I/O threads make them, in the order
+// of the rank's I/O queue (io_queue.hpp).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "data/instance_layout.hpp"
+#include "data/io_queue.hpp"
 #include "rill/external.hpp"
 
 namespace rill::detail {
@@ -16,6 +17,9 @@ namespace rill::detail {
 // A rank's external I/O, counted as it happens (rill::io_counts).
 struct io_counters {
   std::atomic<std::uint64_t> attached{0}, reads{0}, writes{0}, bytes_read{0}, bytes_written{0}, syncs{0};
+  // The I/O queue's (io_queue.hpp): operations queued, those that began before where the one
+  // before them on their device ended in the same file, and the most running on one device.
+  std::atomic<std::uint64_t> scheduled{0}, seeks_back{0}, most_running{0};
   // One operation that moved `bytes`.
   void count(bool writing, std::uint64_t bytes) {
     (writing ? writes : reads).fetch_add(1, std::memory_order_relaxed);
@@ -43,6 +47,10 @@ class external_store {
   // Whether the resource can tell (snapshot, unchanged_since): objects in memory cannot, and
   // are then read afresh by each refresh, and written back by a release without a check.
   virtual bool tracks_changes() const { return true; }
+  // Where moving field f's elements at r's points does its I/O (io_queue.hpp): the device and
+  // file, and the bytes of it (those from the first point's on, for a resource that cannot say
+  // where in its file they lie). Objects in memory are on no device.
+  virtual io_place place(const field_placement& f, const rect<3>& r) const = 0;
   // "file '/data/m.bin'": how errors name it.
   virtual const std::string& name() const = 0;
   virtual io_mode mode() const = 0;

@@ -46,7 +46,7 @@ bool one_range(const field_placement& f, const rect<3>& bounds, const rect<3>& r
 class file_store final : public file_backed_store {
  public:
   file_store(const file_resource& r, std::uint64_t bytes, const rect<3>& bounds, io_counters& counters)
-      : file_backed_store(r.path, r.mode, fmt::format("file '{}'", r.path)), bounds_(bounds), counters_(counters) {
+      : file_backed_store(r.path, r.mode, fmt::format("file '{}'", r.path), bounds), counters_(counters) {
     if (path_.empty()) throw misuse_error("rill::attach_instance: a file_resource with an empty path");
     check_existing(path_, mode_, name_);
     if (mode_ == io_mode::write_discard) {
@@ -62,6 +62,7 @@ class file_store final : public file_backed_store {
                         "fields or layout",
                         st.st_size, bytes));
     }
+    locate();
     counters_.attached.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -98,6 +99,8 @@ class file_store final : public file_backed_store {
   // (A write_discard file is the runtime's alone until it takes the path: its temporary file's.)
 
  private:
+  std::uint64_t offset(const field_placement& f, const point<3>& p) const override { return offset_of(f, bounds_, p); }
+
   [[noreturn]] void fail_closing(const std::string& why) {
     ::close(fd_);
     fd_ = -1;
@@ -191,7 +194,6 @@ class file_store final : public file_backed_store {
     counters_.count(writing, bytes);
   }
 
-  const rect<3> bounds_;
   io_counters& counters_;
   int fd_ = -1;
   bool written_ = false;

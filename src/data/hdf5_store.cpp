@@ -79,8 +79,7 @@ class hdf5_store final : public file_backed_store {
  public:
   hdf5_store(const hdf5_resource& r, const instance_layout& placement, const rect<3>& bounds, int dims,
              io_counters& counters)
-      : file_backed_store(r.path, r.mode, fmt::format("HDF5 file '{}'", r.path)),
-        bounds_(bounds),
+      : file_backed_store(r.path, r.mode, fmt::format("HDF5 file '{}'", r.path), bounds),
         dims_(dims),
         counters_(counters) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
@@ -112,6 +111,7 @@ class hdf5_store final : public file_backed_store {
       if (!temporary_.empty()) ::unlink(temporary_.c_str());
       throw;
     }
+    locate();
     counters_.attached.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -223,7 +223,6 @@ class hdf5_store final : public file_backed_store {
     return rc;
   }
 
-  const rect<3> bounds_;
   const int dims_;
   io_counters& counters_;
   hid_t file_ = -1;

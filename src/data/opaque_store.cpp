@@ -47,6 +47,7 @@ class opaque_store final : public external_store {
   bool tracks_changes() const override { return false; }
   const std::string& name() const override { return name_; }
   io_mode mode() const override { return mode_; }
+  io_place place(const field_placement&, const rect<3>&) const override { return {}; }  // memory
 
  private:
   void** const objects_;

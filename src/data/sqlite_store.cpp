@@ -84,13 +84,12 @@ class sqlite_store final : public file_backed_store {
  public:
   sqlite_store(const sqlite_resource& r, const instance_layout& placement, const rect<3>& bounds, int dims,
                io_counters& counters)
-      : file_backed_store(r.path, r.mode, fmt::format("SQLite database '{}'", r.path)),
+      : file_backed_store(r.path, r.mode, fmt::format("SQLite database '{}'", r.path), bounds),
         table_(r.table),
         counters_(counters) {
     if (path_.empty()) throw misuse_error("rill::attach_instance: an sqlite_resource with an empty path");
     if (dims != 1)
       fail(fmt::format("table '{}' holds a 1-D instance's points (rows by rowid), not a {}-D one's", table_, dims));
-    (void)bounds;
     for (const field_placement& f : placement.fields) {
       const auto c = r.columns.find(f.id);
       if (c == r.columns.end()) fail(fmt::format("has no column named for field {} of the instance", f.id));
@@ -125,6 +124,7 @@ class sqlite_store final : public file_backed_store {
       if (!temporary_.empty()) ::unlink(temporary_.c_str());
       throw;
     }
+    locate();
     counters_.attached.fetch_add(1, std::memory_order_relaxed);
   }
 

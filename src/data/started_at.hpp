@@ -1,12 +1,14 @@
 // How a transfer (a copy, a fill, a reduction, a replay) begins: on a data-movement channel of one
 // rank -- an I/O thread when it touches an external resource -- once its precondition has
 // triggered (scheduler/channel.hpp), with an event that its own code triggers when the transfer
-// is complete, on whichever rank that is.
+// is complete, on whichever rank that is. There, one that touches a resource finds where it reads
+// or writes, and queues that I/O at its place in the rank's I/O queue (io_queue.hpp).
 #pragma once
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "data/io_queue.hpp"
 #include "rill/am.hpp"
 #include "rill/event.hpp"
 #include "rill/proc.hpp"
@@ -20,10 +22,14 @@ template <class F>
 void on_channel(F&& fn) {
   channel_submit(make_task(std::forward<F>(fn)));
 }
-// Runs fn() on an I/O thread of the calling rank.
+// Queues t for an I/O thread of the calling rank, in its I/O queue (io_queue.hpp): at `where`,
+// or (queue_io_anywhere) on no device.
+void queue_io(const io_place& where, task_record* t);
+void queue_io_anywhere(task_record* t);
+// Runs fn() on an I/O thread of the calling rank, taken in the I/O queue's order for `where`.
 template <class F>
-void on_io(F&& fn) {
-  io_submit(make_task(std::forward<F>(fn)));
+void on_io(const io_place& where, F&& fn) {
+  queue_io(where, make_task(std::forward<F>(fn)));
 }
 
 // On the calling rank: once `pre` has triggered, fn(args..., done) on a thread Submit queues for
@@ -65,10 +71,12 @@ template <class F, class... Args>
 event started_at(int rank, event after, F fn, Args&&... args) {
   return started_on<&channel_submit>(rank, after, fn, std::forward<Args>(args)...);
 }
-// On an I/O thread of `rank`: work that touches an external resource.
+// On an I/O thread of `rank`: work on an external resource that is no device's reads or writes
+// (opening it, checking its version, closing it, finding where a transfer's I/O lies), taken
+// before them.
 template <class F, class... Args>
 event io_started_at(int rank, event after, F fn, Args&&... args) {
-  return started_on<&io_submit>(rank, after, fn, std::forward<Args>(args)...);
+  return started_on<&queue_io_anywhere>(rank, after, fn, std::forward<Args>(args)...);
 }
 
 }  // namespace rill::detail

@@ -277,7 +277,9 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
                                      bytes.size(), points_in(rects)));
     if (rec->external) {
       // Written by an I/O thread, from a copy of the message's bytes (they are the handler's).
-      on_io([=, &here, in = std::vector<std::byte>(bytes.begin(), bytes.end())] {
+      io_place where = rec->external->place(*f.front(), rects.empty() ? rect<3>{} : rects.front());
+      where.end = where.begin + bytes.size();
+      on_io(where, [=, &here, in = std::vector<std::byte>(bytes.begin(), bytes.end())] {
         std::string failed;
         try {
           unpack_into_store(*rec->external, f, rects, in.data(), in.data() + in.size());

@@ -21,7 +21,7 @@ void add_builtin_modules(rank_core& core, const rill::config& cfg, std::shared_p
   global_module& global = m.add<global_module>(core.id(), core.size(), cfg);
   const rill::machine& model = m.add<machine_module>(std::move(machine)).model();
   m.add<remote_steal>(core, model, cfg);
-  m.add<data_module>(core.id(), model, global);
+  m.add<data_module>(core.id(), model, global, cfg);
   m.add<region_forest>(core.id());
   m.add<launch_analysis>(cfg);
   m.add<termination>(core, audit);

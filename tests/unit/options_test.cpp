@@ -22,23 +22,41 @@ using rill::detail::options_help;
 using rill::detail::parse_options;
 using rill::detail::parsed_options;
 
-const char* const all_names[] = {"ranks",           "workers",
-                                 "transport",       "stack",
-                                 "agg-bytes",       "agg-age-us",
-                                 "large-bytes",     "queue-buffers",
-                                 "chaos",           "log",
-                                 "idle-poll-us",    "event-graph",
-                                 "hang-report-s",   "steal",
-                                 "steal-batch",     "segment",
-                                 "global-heap",     "shared-segments",
-                                 "gas-cache",       "gas-cache-entries",
-                                 "tag-checks",      "node-ring",
-                                 "inline-queue",    "trace",
-                                 "stats",           "unobserved-errors",
-                                 "faults",          "unresponsive-s",
-                                 "channels",        "instance-budget",
-                                 "launch-memo",     "io-threads",
-                                 "write-after-read"};
+const char* const all_names[] = {"ranks",
+                                 "workers",
+                                 "transport",
+                                 "stack",
+                                 "agg-bytes",
+                                 "agg-age-us",
+                                 "large-bytes",
+                                 "queue-buffers",
+                                 "chaos",
+                                 "log",
+                                 "idle-poll-us",
+                                 "event-graph",
+                                 "hang-report-s",
+                                 "steal",
+                                 "steal-batch",
+                                 "segment",
+                                 "global-heap",
+                                 "shared-segments",
+                                 "gas-cache",
+                                 "gas-cache-entries",
+                                 "tag-checks",
+                                 "node-ring",
+                                 "inline-queue",
+                                 "trace",
+                                 "stats",
+                                 "unobserved-errors",
+                                 "faults",
+                                 "unresponsive-s",
+                                 "channels",
+                                 "instance-budget",
+                                 "launch-memo",
+                                 "io-threads",
+                                 "write-after-read",
+                                 "io-order",
+                                 "io-depth"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -310,6 +328,19 @@ TEST_F(Options, WriteAfterRead) {
   args a{"prog", "--rill:write-after-read=off"};
   EXPECT_FALSE(parse(a).cfg.write_after_read);
   expect_usage_error("--rill:write-after-read=maybe", "write-after-read");
+}
+
+TEST_F(Options, IoQueue) {
+  args d{"prog"};
+  const parsed_options defaults = parse(d);
+  EXPECT_EQ(defaults.cfg.io_ordering, rill::io_order::elevator);
+  EXPECT_EQ(defaults.cfg.io_depth, 0);
+  args a{"prog", "--rill:io-order=fifo", "--rill:io-depth=2"};
+  const parsed_options set = parse(a);
+  EXPECT_EQ(set.cfg.io_ordering, rill::io_order::fifo);
+  EXPECT_EQ(set.cfg.io_depth, 2);
+  expect_usage_error("--rill:io-order=shortest-first", "io-order");
+  expect_usage_error("--rill:io-depth=-1", "io-depth");
 }
 
 TEST_F(Options, GasTranslationCache) {

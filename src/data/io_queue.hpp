@@ -1,0 +1,72 @@
+// The order in which a rank's I/O threads take the external I/O that is ready to run (Iris §IV-A:
+// the runtime knows every pending I/O operation of every device and schedules them). An operation
+// is queued only once its precondition has triggered, so any two waiting here are independent
+// and may run in either order; the queue chooses:
+//  - per device (the file system a resource lives on): at most --rill:io-depth operations of one
+//    device at once, so that one slow device never holds every I/O thread while another's wait;
+//    devices with work take turns;
+//  - within a device, in elevator order (--rill:io-order=elevator): the next operation is the one
+//    at or after where the last ended, by resource then offset, wrapping around at the end (a
+//    circular scan), so that a backlog of pieces of a file is written front to back, as one
+//    sequential stream, whatever order their copies became ready in;
+//  - work that touches no device (opening a resource, checking its version, objects in memory)
+//    first, as it came: it is short, and the device work often waits on it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "rill/config.hpp"
+#include "rill/detail/task_record.hpp"
+
+namespace rill::detail {
+
+struct io_counters;
+
+// Where an operation does its I/O: device 0 is none.
+struct io_place {
+  std::uint64_t device = 0;          // the file system's device number
+  std::uint64_t resource = 0;        // the file on it (its inode)
+  std::uint64_t begin = 0, end = 0;  // the byte range of the file it touches (end: one past)
+};
+
+class io_queue {
+ public:
+  // depth 0: as many as there are I/O threads.
+  io_queue(io_order order, int depth, io_counters& counters) : order_(order), depth_(depth), counters_(counters) {}
+  io_queue(const io_queue&) = delete;
+  io_queue& operator=(const io_queue&) = delete;
+  ~io_queue();
+
+  // Queues op to run on an I/O thread of the calling rank, and wakes one.
+  void push(const io_place& where, task_record* op);
+
+ private:
+  struct waiting {
+    task_record* op;
+    io_place where;
+  };
+  // (resource, offset, arrival) under the elevator; (0, 0, arrival) as they came.
+  using key = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;
+  struct device_queue {
+    std::map<key, waiting> pending;
+    int running = 0;
+    std::uint64_t resource = 0, at = 0;  // where the last operation taken ended
+  };
+
+  // What an I/O thread does for each push: runs what may run, until nothing may.
+  void drain();
+  // Under lock_: the next operation to run, counted as running; false when none may run now.
+  bool take(waiting& next);
+
+  const io_order order_;
+  const int depth_;
+  io_counters& counters_;
+  std::mutex lock_;
+  std::map<std::uint64_t, device_queue> devices_;
+  std::uint64_t arrivals_ = 0;
+  std::uint64_t last_device_ = 0;  // the device that was served last (they take turns)
+};
+
+}  // namespace rill::detail
