@@ -110,7 +110,11 @@
     "elevator (by file, then offset, sweeping front to back) or fifo (as they became ready)")                        \
   X(data, "io-depth", io_depth, int, 0, number(0, 64), "every I/O thread", per_rank,                                  \
     "the most reads and writes of one device (a file system) that I/O threads run at once, so that a slow device "  \
-    "does not hold every I/O thread while others wait (0: no limit but the I/O threads)")
+    "does not hold every I/O thread while others wait (0: no limit but the I/O threads)")                            \
+  X(data, "io-direct", io_direct_bytes, std::size_t, 0, bytes(0, std::size_t{1} << 40), "never", per_rank,            \
+    "reads and writes of a raw file of at least this many bytes bypass the page cache (O_DIRECT), where the file "    \
+    "system allows it and the bytes are aligned as it asks: the disk moves them straight to or from the instance, "   \
+    "no core copies them, but without the cache's read-ahead and write-behind (0: never; see docs/external.md)")
 
 #define RILL_REGIONS_OPTIONS(X)                                                                                       \
   X(regions, "instance-budget", instance_budget, std::size_t, 0, bytes(0, std::size_t{1} << 50), "no budget",         \

@@ -204,6 +204,8 @@ struct io_counts {
   std::uint64_t seeks_back = 0;    // reads and writes that began before the previous one of their
                                    //   device ended, in the same file
   std::uint64_t most_running = 0;  // the most reads and writes of one device that ran at once
+  std::uint64_t bytes_direct = 0;  // of bytes_read and bytes_written, those that bypassed the page
+                                   //   cache (--rill:io-direct)
 };
 io_counts io_counts_here();
 

@@ -21,6 +21,13 @@ const char* name_of(memory_kind k) {
   }
 }
 
+// Storage of a page or more starts on a page: direct I/O (--rill:io-direct) moves file blocks
+// straight into it only at the file system's memory alignment (512 bytes or a page).
+std::size_t storage_alignment(std::size_t bytes) {
+  constexpr std::size_t page = 4096;
+  return bytes >= page ? page : instance_alignment;
+}
+
 }  // namespace
 
 instance_record::~instance_record() {
@@ -29,7 +36,7 @@ instance_record::~instance_record() {
   if (in_segment)
     in_segment->deallocate(data, segment_tag);
   else
-    ::operator delete (data, std::align_val_t{instance_alignment});
+    ::operator delete (data, std::align_val_t{storage_alignment(placement.bytes)});
 }
 
 data_module::data_module(int rank, const rill::machine& machine, global_module& global, const rill::config& cfg)
@@ -39,7 +46,8 @@ data_module::data_module(int rank, const rill::machine& machine, global_module& 
       global_(global),
       system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))),
       registered_capacity_(static_cast<std::size_t>(machine.capacity(memory::registered(rank)))),
-      io_work_(cfg.io_ordering, cfg.io_depth, io_) {}
+      io_work_(cfg.io_ordering, cfg.io_depth, io_),
+      direct_io_bytes_(cfg.io_direct_bytes) {}
 
 std::uint64_t data_module::next_instance_id() {
   std::lock_guard g(lock_);
@@ -122,7 +130,8 @@ void data_module::create(instance handle, const index_space<3>& space, const fie
       rec->segment_tag = a.tag;
       rec->in_segment = &global_.memory_segment();
     } else {
-      rec->data = static_cast<std::byte*>(::operator new (bytes, std::align_val_t{instance_alignment}, std::nothrow));
+      rec->data =
+          static_cast<std::byte*>(::operator new (bytes, std::align_val_t{storage_alignment(bytes)}, std::nothrow));
       if (!rec->data) refuse(" (the operating system refused them)");
     }
     if (rec->placement.has_opaque()) std::memset(rec->data, 0, bytes);  // opaque fields start null

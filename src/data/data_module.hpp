@@ -61,6 +61,8 @@ class data_module final : public rank_module {
   std::shared_ptr<const instance_record> find_any(instance handle, const char* what) const;
 
   io_counters& io() { return io_; }
+  // --rill:io-direct: the fewest bytes a raw file's read or write moves bypassing the page cache.
+  std::size_t direct_io_bytes() const { return direct_io_bytes_; }
   // The order in which this rank's I/O threads take the external I/O that is ready.
   io_queue& io_work() { return io_work_; }
 
@@ -108,6 +110,7 @@ class data_module final : public rank_module {
   std::map<event, copy_arrivals> arrivals_;  // copies into this rank with pieces still to come
   io_counters io_;
   io_queue io_work_;  // (after io_, which it counts in)
+  const std::size_t direct_io_bytes_;
 };
 
 inline data_module& data_here(const char* what) { return current_module<data_module>(what); }

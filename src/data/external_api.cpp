@@ -62,7 +62,7 @@ created_instance attach_padded(memory m, int dims, const index_space<3>& space, 
             [&](const auto& kind) -> std::shared_ptr<external_store> {
               using kind_t = std::decay_t<decltype(kind)>;
               if constexpr (std::is_same_v<kind_t, file_resource>)
-                return open_file_store(kind, placement, s.bounds(), at.io());
+                return open_file_store(kind, placement, s.bounds(), at.io(), at.direct_io_bytes());
               else if constexpr (std::is_same_v<kind_t, hdf5_resource>)
                 return open_hdf5_store(kind, placement, s.bounds(), i.dimensions(), at.io());
               else if constexpr (std::is_same_v<kind_t, sqlite_resource>)
@@ -141,8 +141,8 @@ event external_close(instance ext, event after) {
 io_counts io_counts_here() {
   const detail::io_counters& c = detail::data_here("rill::io_counts_here").io();
   const auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {get(c.attached), get(c.reads),     get(c.writes),     get(c.bytes_read),  get(c.bytes_written),
-          get(c.syncs),    get(c.scheduled), get(c.seeks_back), get(c.most_running)};
+  return {get(c.attached), get(c.reads),     get(c.writes),     get(c.bytes_read),   get(c.bytes_written),
+          get(c.syncs),    get(c.scheduled), get(c.seeks_back), get(c.most_running), get(c.bytes_direct)};
 }
 
 }  // namespace rill

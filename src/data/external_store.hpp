@@ -20,6 +20,7 @@ struct io_counters {
   // The I/O queue's (io_queue.hpp): operations queued, those that began before where the one
   // before them on their device ended in the same file, and the most running on one device.
   std::atomic<std::uint64_t> scheduled{0}, seeks_back{0}, most_running{0};
+  std::atomic<std::uint64_t> bytes_direct{0};  // moved by direct I/O (file_store.cpp)
   // One operation that moved `bytes`.
   void count(bool writing, std::uint64_t bytes) {
     (writing ? writes : reads).fetch_add(1, std::memory_order_relaxed);
@@ -61,8 +62,9 @@ class external_store {
 // wrong. One per kind of resource (file_store.cpp, hdf5_store.cpp, sqlite_store.cpp,
 // opaque_store.cpp), chosen by
 // external_api.cpp.
+// (A raw file's transfers of at least direct_min bytes bypass the page cache where they can; 0: never.)
 std::unique_ptr<external_store> open_file_store(const file_resource& r, const instance_layout& placement,
-                                                const rect<3>& bounds, io_counters& counters);
+                                                const rect<3>& bounds, io_counters& counters, std::size_t direct_min);
 std::unique_ptr<external_store> open_hdf5_store(const hdf5_resource& r, const instance_layout& placement,
                                                 const rect<3>& bounds, int dims, io_counters& counters);
 std::unique_ptr<external_store> open_opaque_store(const opaque_resource& r, const instance_layout& placement,

@@ -1,7 +1,8 @@
 // A raw file as an external instance's data (rill::file_resource): the instance's layout as bytes
 // from offset 0, read and written with pread/pwrite. A write_discard file is built under a
 // temporary name in the same directory and renamed over the path once synced, so that the path
-// always names a whole file: the old one until the rename, the new one after.
+// always names a whole file: the old one until the rename, the new one after. Large transfers go
+// through a second descriptor opened O_DIRECT (--rill:io-direct), bypassing the page cache.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -45,8 +46,11 @@ bool one_range(const field_placement& f, const rect<3>& bounds, const rect<3>& r
 
 class file_store final : public file_backed_store {
  public:
-  file_store(const file_resource& r, std::uint64_t bytes, const rect<3>& bounds, io_counters& counters)
-      : file_backed_store(r.path, r.mode, fmt::format("file '{}'", r.path), bounds), counters_(counters) {
+  file_store(const file_resource& r, std::uint64_t bytes, const rect<3>& bounds, io_counters& counters,
+             std::size_t direct_min)
+      : file_backed_store(r.path, r.mode, fmt::format("file '{}'", r.path), bounds),
+        counters_(counters),
+        direct_min_(direct_min) {
     if (path_.empty()) throw misuse_error("rill::attach_instance: a file_resource with an empty path");
     check_existing(path_, mode_, name_);
     if (mode_ == io_mode::write_discard) {
@@ -62,11 +66,13 @@ class file_store final : public file_backed_store {
                         "fields or layout",
                         st.st_size, bytes));
     }
+    if (direct_min_ > 0) open_direct();
     locate();
     counters_.attached.fetch_add(1, std::memory_order_relaxed);
   }
 
   ~file_store() override {
+    if (direct_fd_ >= 0) ::close(direct_fd_);
     if (fd_ < 0) return;
     ::close(fd_);
     if (mode_ == io_mode::write_discard) discard_unfinished(temporary_, name_);
@@ -81,6 +87,8 @@ class file_store final : public file_backed_store {
 
   void close() override {
     if (fd_ < 0) return;
+    if (direct_fd_ >= 0) ::close(direct_fd_);  // (the fsync below covers what it wrote: one inode)
+    direct_fd_ = -1;
     const int fd = fd_;
     fd_ = -1;
     if (written_ || mode_ == io_mode::write_discard) {
@@ -126,14 +134,21 @@ class file_store final : public file_backed_store {
   // that lie apart in the file (an array-of-structs file, or one ordered with another dimension
   // fastest) are moved through the file range around them: read whole, and for a write updated
   // and written back -- under the exclusive lock, since the range holds bytes other copies may
-  // be writing (other fields, other points); a write straight to its own range takes it shared.
+  // be writing (other fields, other points); a write straight to its own range takes it shared,
+  // unless it goes direct: the kernel cannot keep a page that a write through the cache dirties
+  // beside a direct write coherent with it, so a direct write holds the file alone.
   void move(const field_placement& f, const rect<3>& r, std::byte* buf, bool writing) {
     if (fd_ < 0) fail("is closed (its instance was destroyed)");
     const std::size_t useful = r.volume() * f.bytes;
     if (one_range(f, bounds_, r)) {
-      std::shared_lock g(writes_, std::defer_lock);
-      if (writing) g.lock();
-      transfer(buf, useful, offset_of(f, bounds_, r.lo), writing);
+      const std::uint64_t at = offset_of(f, bounds_, r.lo);
+      std::shared_lock shared(writes_, std::defer_lock);
+      std::unique_lock alone(writes_, std::defer_lock);
+      if (writing && direct_part(buf, useful, at).middle > 0)
+        alone.lock();
+      else if (writing)
+        shared.lock();
+      transfer(buf, useful, at, writing);
       return;
     }
     std::unique_lock g(writes_, std::defer_lock);
@@ -179,23 +194,73 @@ class file_store final : public file_backed_store {
     if (writing) transfer(range_.data(), range_.size(), lo, true);
   }
 
+  // The second descriptor, if the file system takes direct I/O and says how it must be aligned
+  // (statx's STATX_DIOALIGN); otherwise every transfer goes through the page cache.
+  void open_direct() {
+    const std::string& file = mode_ == io_mode::write_discard ? temporary_ : path_;
+    const int fd = ::open(file.c_str(), (mode_ == io_mode::read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
+    if (fd < 0) return;
+    struct statx sx {};
+    if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) != 0 || (sx.stx_mask & STATX_DIOALIGN) == 0 ||
+        sx.stx_dio_mem_align == 0 || sx.stx_dio_offset_align == 0) {
+      ::close(fd);
+      return;
+    }
+    direct_fd_ = fd;
+    memory_align_ = sx.stx_dio_mem_align;
+    offset_align_ = sx.stx_dio_offset_align;
+  }
+
+  // Of `bytes` between buf and the file at `at`, what goes direct: whole blocks in the middle,
+  // after `head` bytes, when there are at least direct_min_ of them and buf is aligned there.
+  struct split {
+    std::size_t head = 0, middle = 0;
+  };
+  split direct_part(const std::byte* buf, std::size_t bytes, std::uint64_t at) const {
+    if (direct_fd_ < 0 || bytes < direct_min_) return {};
+    const auto head = static_cast<std::size_t>((offset_align_ - at % offset_align_) % offset_align_);
+    const std::size_t middle = head < bytes ? (bytes - head) / offset_align_ * offset_align_ : 0;
+    if (middle < direct_min_ || reinterpret_cast<std::uintptr_t>(buf + head) % memory_align_ != 0) return {};
+    return {head, middle};
+  }
+
+  // `bytes` between buf and the file at `at`: the direct part directly, the ends through the cache.
   void transfer(std::byte* buf, std::size_t bytes, std::uint64_t at, bool writing) {
-    std::size_t done = 0;
+    const auto [head, middle] = direct_part(buf, bytes, at);
+    move_bytes(fd_, buf, head, at, writing);
+    const std::size_t direct = move_bytes(direct_fd_, buf + head, middle, at + head, writing);
+    move_bytes(fd_, buf + head + middle, bytes - head - middle, at + head + middle, writing);
+    counters_.count(writing, bytes);
+    if (direct > 0) counters_.bytes_direct.fetch_add(direct, std::memory_order_relaxed);
+  }
+
+  // Moves `bytes` with pread/pwrite on fd; returns how many went direct. A direct transfer the
+  // kernel refuses part-way (a short one left the rest unaligned) ends through the cache.
+  std::size_t move_bytes(int fd, std::byte* buf, std::size_t bytes, std::uint64_t at, bool writing) {
+    std::size_t done = 0, direct = 0;
     while (done < bytes) {
-      const ssize_t n = writing ? ::pwrite(fd_, buf + done, bytes - done, static_cast<off_t>(at + done))
-                                : ::pread(fd_, buf + done, bytes - done, static_cast<off_t>(at + done));
+      const ssize_t n = writing ? ::pwrite(fd, buf + done, bytes - done, static_cast<off_t>(at + done))
+                                : ::pread(fd, buf + done, bytes - done, static_cast<off_t>(at + done));
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EINVAL && fd == direct_fd_) {
+        fd = fd_;
+        continue;
+      }
       if (n < 0)
         fail(fmt::format("{} of {} bytes at offset {} failed: {}", writing ? "write" : "read", bytes - done, at + done,
                          errno_text(errno)));
       if (n == 0) fail(fmt::format("ended at offset {} (shortened by another program?)", at + done));
       done += static_cast<std::size_t>(n);
+      if (fd == direct_fd_) direct += static_cast<std::size_t>(n);
     }
-    counters_.count(writing, bytes);
+    return direct;
   }
 
   io_counters& counters_;
+  const std::size_t direct_min_;
   int fd_ = -1;
+  int direct_fd_ = -1;  // the file again, O_DIRECT (-1: none)
+  std::uint64_t memory_align_ = 0, offset_align_ = 0;
   bool written_ = false;
   std::shared_mutex writes_;
   static thread_local std::vector<std::byte> range_;  // through_range's, per I/O thread
@@ -206,8 +271,8 @@ thread_local std::vector<std::byte> file_store::range_;
 }  // namespace
 
 std::unique_ptr<external_store> open_file_store(const file_resource& r, const instance_layout& placement,
-                                                const rect<3>& bounds, io_counters& counters) {
-  return std::make_unique<file_store>(r, placement.bytes, bounds, counters);
+                                                const rect<3>& bounds, io_counters& counters, std::size_t direct_min) {
+  return std::make_unique<file_store>(r, placement.bytes, bounds, counters, direct_min);
 }
 
 }  // namespace rill::detail

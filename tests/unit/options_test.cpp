@@ -56,7 +56,8 @@ const char* const all_names[] = {"ranks",
                                  "io-threads",
                                  "write-after-read",
                                  "io-order",
-                                 "io-depth"};
+                                 "io-depth",
+                                 "io-direct"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -335,12 +336,17 @@ TEST_F(Options, IoQueue) {
   const parsed_options defaults = parse(d);
   EXPECT_EQ(defaults.cfg.io_ordering, rill::io_order::elevator);
   EXPECT_EQ(defaults.cfg.io_depth, 0);
-  args a{"prog", "--rill:io-order=fifo", "--rill:io-depth=2"};
+  EXPECT_EQ(defaults.cfg.io_direct_bytes, 0u);
+  args a{"prog", "--rill:io-order=fifo", "--rill:io-depth=2", "--rill:io-direct=1MiB"};
   const parsed_options set = parse(a);
   EXPECT_EQ(set.cfg.io_ordering, rill::io_order::fifo);
   EXPECT_EQ(set.cfg.io_depth, 2);
+  EXPECT_EQ(set.cfg.io_direct_bytes, std::size_t{1} << 20);
+  args off{"prog", "--rill:io-direct=0"};
+  EXPECT_EQ(parse(off).cfg.io_direct_bytes, 0u);
   expect_usage_error("--rill:io-order=shortest-first", "io-order");
   expect_usage_error("--rill:io-depth=-1", "io-depth");
+  expect_usage_error("--rill:io-direct=lots", "io-direct");
 }
 
 TEST_F(Options, GasTranslationCache) {
