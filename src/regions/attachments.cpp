@@ -175,9 +175,7 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   a.ext = k;
   a.resource = resource;
   a.read_only = !writable;
-  a.slot = next_slot_++;
-  a.slot_taken = external_snapshot(made.inst, a.slot, made.ready);
-  const event ready = merge(made.ready, a.slot_taken);
+  const event ready = merge(made.ready, new_slot(a, made.inst, made.ready));
   record_own_use(tree, path, a, privilege::write_discard, ready);
   tree.attachments.push_back(std::move(a));
   return ready;
@@ -256,9 +254,7 @@ void launch_analysis::give_back(tree_state& tree, const region_path& path, std::
     // The resource changed (by the runtime): mirrors now hold its state after the writes back.
     std::vector<event> landed;
     for (field_id g : a.fields) landed.push_back(tree.instances[a.ext].valid[g].ready);
-    a.slot = next_slot_++;
-    a.slot_taken = external_snapshot(tree.instances[a.ext].inst, a.slot, merge(landed));
-    use.done = merge(use.done, a.slot_taken);
+    use.done = merge(use.done, new_slot(a, tree.instances[a.ext].inst, merge(landed)));
   }
 }
 
@@ -337,11 +333,15 @@ event launch_analysis::write_back(tree_state& tree, attachment& a, const region_
   }
   for (field_id f : a.fields) make_only_valid(tree, path, a.ext, f, a.space);
   const event held = merge(landed);
-  a.slot = next_slot_++;
-  a.slot_taken = external_snapshot(tree.instances[a.ext].inst, a.slot, held);
   a.acquired = false;
   tree.note_change();
-  return merge(held, a.slot_taken);
+  return merge(held, new_slot(a, tree.instances[a.ext].inst, held));
+}
+
+event launch_analysis::new_slot(attachment& a, instance ext, event after) {
+  a.slot = next_slot_++;
+  a.slot_taken = external_snapshot(ext, a.slot, after);
+  return a.slot_taken;
 }
 
 event launch_analysis::release(region r, event after) {

@@ -192,6 +192,9 @@ class launch_analysis final : public rank_module {
   // it does not wait for reads of other instances still running (Iris §IV-B, early release): their
   // ends go to `kept`, uses the caller must keep, and are noted as reads of their instances.
   event write_back(tree_state& tree, attachment& a, const region_path& path, event after, std::vector<event>& kept);
+  // Gives `a` a new slot, the state its mirrors hold from now on: the resource's snapshot taken
+  // after `after` (a.slot_taken, also returned).
+  event new_slot(attachment& a, instance ext, event after);
   // Destroys instances on `rank` until `needed` more bytes fit in the budget there, least recently
   // chosen first, skipping those chosen by the launch being analysed and those that hold some
   // point of a field that no other instance holds valid. (Short of such instances, the budget is
