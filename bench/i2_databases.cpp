@@ -10,10 +10,17 @@
 // Both in the same run, alternating, on one rank. Metric: total time from the acquire to the
 // databases written back and synced (release and detach), per x. Check: every query's answer,
 // and the databases' final rows, equal between the two (else exit 1).
+//
+// Beside it, "ideal_saved": the time write-after-read saves in an ideal schedule of the same
+// operations on the run's workers (every operation one unit of work, a worker never idle while an
+// operation is ready). How much there is to save depends on how many operations can run at once:
+// it is the figure to compare the measured saving with (Iris measured on more cores).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <queue>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +40,68 @@ struct params {
   int operations = 4096;
   int passes = 40;  // over a database's rows per operation: its work
 };
+
+// One operation of a run: on which database, and whether it is a query.
+struct operation {
+  int database = 0;
+  bool query = false;
+};
+
+std::vector<operation> draw_operations(const params& p, double read_ratio) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> coin(0, 1);
+  std::vector<operation> ops(static_cast<std::size_t>(p.operations));
+  for (operation& o : ops) {
+    o.database = static_cast<int>(rng() % static_cast<std::uint64_t>(p.databases));
+    o.query = coin(rng) < read_ratio;
+  }
+  return ops;
+}
+
+// Units of time the operations take on `workers`, each one unit, started in program order among
+// those whose dependences are done: a query after the last update of its database; an update
+// after that update and, without write-after-read, after the queries since it.
+double ideal_makespan(const std::vector<operation>& ops, int databases, int workers, bool war) {
+  const std::size_t n = ops.size();
+  std::vector<std::vector<std::size_t>> after(n);  // the operations waiting for each
+  std::vector<int> waits_for(n, 0);
+  std::vector<long> last_update(static_cast<std::size_t>(databases), -1);
+  std::vector<std::vector<std::size_t>> queries_since(static_cast<std::size_t>(databases));
+  const auto depend = [&](std::size_t before, std::size_t op) {
+    after[before].push_back(op);
+    ++waits_for[op];
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto d = static_cast<std::size_t>(ops[i].database);
+    if (last_update[d] >= 0) depend(static_cast<std::size_t>(last_update[d]), i);
+    if (ops[i].query) {
+      queries_since[d].push_back(i);
+    } else {
+      if (!war)
+        for (std::size_t q : queries_since[d]) depend(q, i);
+      queries_since[d].clear();
+      last_update[d] = static_cast<long>(i);
+    }
+  }
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t i = 0; i < n; ++i)
+    if (waits_for[i] == 0) ready.push(i);
+  using ending = std::pair<double, std::size_t>;
+  std::priority_queue<ending, std::vector<ending>, std::greater<>> running;
+  double now = 0;
+  for (std::size_t done = 0; done < n; ++done) {
+    while (!ready.empty() && running.size() < static_cast<std::size_t>(workers)) {
+      running.emplace(now + 1, ready.top());
+      ready.pop();
+    }
+    const auto [end, op] = running.top();
+    running.pop();
+    now = end;
+    for (std::size_t next : after[op])
+      if (--waits_for[next] == 0) ready.push(next);
+  }
+  return now;
+}
 
 rill::sqlite_resource database(const std::string& dir, int d, rill::io_mode mode) {
   return {dir + "/rill-i2-" + std::to_string(d) + ".db", "t", {rill::stored_as(value, "v")}, mode};
@@ -74,14 +143,12 @@ outcome run_operations(const params& p, const std::string& dir, double read_rati
     dbs.push_back(rill::region::create(rill::rect<1>{0, p.rows - 1}, rill::field_space{value}));
     rill::attach(dbs.back(), {value.id}, database(dir, d, rill::io_mode::read_write)).wait();
   }
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> coin(0, 1);
   std::vector<rill::future<double>> queries;
   const auto t0 = bench::clock::now();
   for (const rill::region& r : dbs) rill::acquire(r);
-  for (int op = 0; op < p.operations; ++op) {
-    const rill::region& r = dbs[rng() % dbs.size()];
-    if (coin(rng) < read_ratio) {
+  for (const operation& op : draw_operations(p, read_ratio)) {
+    const rill::region& r = dbs[static_cast<std::size_t>(op.database)];
+    if (op.query) {
       rill::promise<double> answer;
       rill::launch([](const rill::physical_regions& rs, rill::promise<double> out,
                       int passes) { out.put(sum_rows(rs, passes)); },
@@ -148,8 +215,13 @@ int main(int argc, char** argv) {
         bench::progress("I2 x={} rep {}: write-after-read on {:.0f} ms, off {:.0f} ms", x, rep, a.seconds * 1e3,
                         b.seconds * 1e3);
       }
+      const std::vector<operation> ops = draw_operations(p, x);
+      const int workers = rt.options().workers;
+      const double ideal_saved =
+          1 - ideal_makespan(ops, p.databases, workers, true) / ideal_makespan(ops, p.databases, workers, false);
       bench::emit_ms("I2", "sqlite", "total_time", on, "write-after-read off", off,
                      {{"read_ratio", x},
+                      {"ideal_saved", ideal_saved},
                       {"databases", p.databases},
                       {"rows", p.rows},
                       {"operations", p.operations},
