@@ -17,7 +17,6 @@
 #include <utility>
 
 #include "rill/detail/handler_table.hpp"
-#include "rill/event.hpp"
 #include "rill/serialization.hpp"
 
 namespace rill::am {
@@ -57,9 +56,6 @@ void am_commit(int dest);
 // copied into the destination's aggregation buffer.
 inline constexpr std::size_t am_payload_offset = 24;
 void am_send_bytes(int dest, std::uint32_t id, std::vector<std::byte>&& bytes);
-// am_send_bytes for a payload whose views' elements are `lent` (serialize_lending): a large one
-// leaves with the network reading them in place; returns when they may be reused.
-event am_send_lent(int dest, std::uint32_t id, std::vector<std::byte>&& bytes, std::vector<lent_piece>&& lent);
 // A per-thread scratch vector for serialization, reused to avoid an allocation per message.
 std::vector<std::byte>& am_scratch();
 // Throws rill::misuse_error when a word of the `bytes` of a callable sent to `dest`, another rank,
@@ -190,27 +186,6 @@ void send(int dest, F&& fn, Args&&... args) {
     detail::serialize_into(buf, static_cast<const std::decay_t<Args>&>(args)...);
     detail::am_send_bytes(dest, id, std::move(buf));
   }
-}
-
-// send() without copying the elements of its rill::view arguments into the message: the network
-// reads them from the caller's memory, which must stay unchanged until the returned event
-// triggers (source completion, as UPC++'s source_cx). The handler sees the views as with send().
-// A payload at or below the large-payload threshold (--rill:large-bytes) is copied like any
-// other, and so is one to this rank or through a node ring; the event has then triggered already.
-template <class F, class... Args>
-event send_zero_copy(int dest, F&& fn, Args&&... args) {
-  using Fn = std::decay_t<F>;
-  detail::check_sendable<Fn, Args...>();
-  static_assert((detail::is_view<std::decay_t<Args>>::value || ...),
-                "rill::am::send_zero_copy: no rill::view argument, nothing to leave in place (use send)");
-  detail::check_captures(dest, fn);
-  using H = detail::am_handler<Fn, std::decay_t<Args>...>;
-  detail::check_payload_before_encoding(dest, H::fn_bytes, static_cast<const std::decay_t<Args>&>(args)...);
-  std::vector<std::byte> buf(detail::am_payload_offset + H::fn_bytes);
-  detail::store_callable<Fn>(buf.data() + detail::am_payload_offset, fn);
-  std::vector<detail::lent_piece> lent;
-  detail::serialize_lending(buf, lent, static_cast<const std::decay_t<Args>&>(args)...);
-  return detail::am_send_lent(dest, detail::handler_id<H>::value, std::move(buf), std::move(lent));
 }
 
 }  // namespace rill::am

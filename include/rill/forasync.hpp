@@ -36,9 +36,8 @@
 
 #include "rill/error.hpp"
 #include "rill/finish.hpp"
-#include "rill/machine.hpp"
 #include "rill/proc.hpp"
-#include "rill/runtime.hpp"
+#include "rill/rank.hpp"
 #include "rill/task.hpp"
 
 namespace rill {
@@ -55,9 +54,6 @@ struct loop_range {
   std::int64_t tile = 0;    // iterations per tile along this dimension; 0: iterations / workers
   std::int64_t stride = 1;  // > 0
 };
-
-// The number of worker threads of the calling rank (call from a task or handler).
-inline int workers_here() { return machine::get().workers(proc(rank_me())); }
 
 namespace detail {
 

@@ -43,7 +43,7 @@
 #include "rill/future.hpp"
 #include "rill/global_ptr.hpp"
 #include "rill/proc.hpp"
-#include "rill/runtime.hpp"
+#include "rill/rank.hpp"
 
 namespace rill {
 

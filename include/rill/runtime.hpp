@@ -6,7 +6,6 @@
 //   }
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "rill/config.hpp"
+#include "rill/rank.hpp"  // rank_me, rank_n, stats: the rank core's answers
 
 namespace rill {
 
@@ -63,31 +63,5 @@ class runtime {
 
   std::unique_ptr<runtime_impl> impl_;
 };
-
-// The calling task's rank and the number of ranks (valid inside tasks and handlers).
-int rank_me();
-int rank_n();
-
-// Counters of the calling rank, for summaries and benchmarks.
-struct rank_stats {
-  std::uint64_t messages_sent = 0;     // active messages (not buffers) sent
-  std::uint64_t messages_handled = 0;  // active messages whose handler has run here
-  std::uint64_t buffers_sent = 0;      // transport sends (aggregated buffers or large payloads)
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t tasks_run = 0;
-  std::uint64_t steals = 0;
-  std::uint64_t fibers_created = 0;
-};
-rank_stats stats();
-
-// One counter of the calling rank (the layer it belongs to, its name, its value).
-struct counter {
-  std::string layer;
-  std::string name;
-  std::uint64_t value = 0;
-};
-// Every counter of every layer of the calling rank, bottom up: what rank_stats, event_stats,
-// reservation_stats, steal_stats and gas::stats report, and what --rill:stats prints.
-std::vector<counter> counters();
 
 }  // namespace rill

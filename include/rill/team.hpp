@@ -41,8 +41,8 @@
 #include "rill/error.hpp"
 #include "rill/event.hpp"
 #include "rill/future.hpp"
+#include "rill/rank.hpp"
 #include "rill/reduce.hpp"
-#include "rill/runtime.hpp"
 #include "rill/task.hpp"
 
 namespace rill {

@@ -9,7 +9,7 @@
 
 #include "messages/messenger.hpp"
 #include "rill/config.hpp"
-#include "rill/runtime.hpp"
+#include "rill/rank.hpp"
 #include "scheduler/rank_services.hpp"
 #include "scheduler/worker_pool.hpp"
 #include "transport/transport.hpp"

@@ -20,11 +20,11 @@
 #include "data/field_rows.hpp"
 #include "data/started_at.hpp"
 #include "data/transfer.hpp"
-#include "rill/am.hpp"
 #include "rill/proc.hpp"
 #include "rill/reduction.hpp"
 #include "rill/task.hpp"
 #include "rill/view.hpp"
+#include "rill/zero_copy.hpp"
 #include "trace/hooks.hpp"
 
 namespace rill::detail {

@@ -8,8 +8,8 @@
 
 #include "data/opaque_elements.hpp"
 #include "data/started_at.hpp"
-#include "rill/am.hpp"
 #include "rill/view.hpp"
+#include "rill/zero_copy.hpp"
 #include "trace/hooks.hpp"
 
 namespace rill::detail::transfers {

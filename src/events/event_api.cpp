@@ -12,7 +12,7 @@
 #include "events/events_module.hpp"
 #include "rill/error.hpp"
 #include "rill/event.hpp"
-#include "rill/runtime.hpp"
+#include "rill/rank.hpp"
 #include "rill/task.hpp"
 #include "scheduler/fiber.hpp"
 

@@ -5,8 +5,8 @@
 #include "messages/message_flow.hpp"
 #include "messages/messenger.hpp"
 #include "messages/wire_format.hpp"
-#include "rill/am.hpp"
 #include "rill/event.hpp"
+#include "rill/zero_copy.hpp"
 
 namespace rill::detail {
 
