@@ -560,14 +560,20 @@ launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event af
   return plan_point(reqs, fields, after, -1, travels, memo);
 }
 
+void launch_analysis::check_index_over(partition over, const std::vector<requirement>& reqs, const char* how) {
+  if (!over.exists()) throw misuse_error(fmt::format("{}: the partition handle is empty", how));
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (!reqs[i].part.exists() && !reqs[i].reg.exists())
+      throw misuse_error(fmt::format("{}: requirement {} names no region or partition", how, i));
+    if (reqs[i].part.exists() && reqs[i].part.colors() < over.colors())
+      throw misuse_error(fmt::format("{}: requirement {} names a partition of {} colors for a launch over {}", how, i,
+                                     reqs[i].part.colors(), over.colors()));
+  }
+}
+
 event launch_analysis::plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
                                   const std::function<void(launch_plan&, std::size_t)>& spawn) {
-  if (!over.exists()) throw misuse_error("rill::index_launch: the partition handle is empty");
-  for (std::size_t i = 0; i < reqs.size(); ++i)
-    if (reqs[i].part.exists() && reqs[i].part.colors() < over.colors())
-      throw misuse_error(
-          fmt::format("rill::index_launch: requirement {} names a partition of {} colors for a launch over {}", i,
-                      reqs[i].part.colors(), over.colors()));
+  check_index_over(over, reqs, "rill::index_launch");
   // One turn and one check of the fields for all the points: only their regions differ.
   turn in_turn(*this);
   caller_context();
@@ -604,7 +610,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     paths.push_back(&path_to(reqs[i].reg));
     // (An index launch's points name regions of the same trees: their fields are checked once.)
     if (color <= 0) check_fields(reqs[i], *paths.back()->back(), fields[i]);
-    if (ctx_->parent) check_within_parent(*ctx_->parent, reqs[i], *paths.back()->back(), fields[i], i);
+    if (ctx_->parent) check_within_parent(*ctx_->parent, reqs[i], *paths.back()->back(), fields[i], i, copy);
   }
   const int rank = choose_rank(reqs, as_span(paths), fields, color);
   if (!travels && rank != rank_me())

@@ -89,10 +89,13 @@ class launch_analysis final : public rank_module {
   static launched_body* calling_body();
   // A launched task's context starts with its instances holding valid data for its regions and fields.
   void adopt_parent(launch_context& ctx);
-  // Refuses a sub-launch's requirement that asks for points, fields or a privilege its parent
-  // task does not have.
+  // Refuses a sub-launch's requirement (or a copy's, `copy`) that asks for points, fields or a
+  // privilege its parent task does not have.
   void check_within_parent(const launched_body& parent, const requirement& r, const region_node& node,
-                           const std::vector<field_id>& fields, std::size_t index);
+                           const std::vector<field_id>& fields, std::size_t index, bool copy);
+  // Refuses an index launch or copy (`how`) over `over` when the handle is empty, or a
+  // requirement names no region or partition, or a partition of fewer colors than `over`.
+  static void check_index_over(partition over, const std::vector<requirement>& reqs, const char* how);
   // The requirements' fields, sorted, checked for what needs no region (none, twice, a reduction
   // without an operator).
   static std::vector<std::vector<field_id>> sorted_fields(const std::vector<requirement>& reqs);

@@ -1,6 +1,8 @@
 // Copies between regions (rill/region_copy.hpp; Legion's copy operation): in program order with the
 // launches, analysed as a launch of a source read and a destination write, mapped as a task would
-// be, but the data moves by a transfer, on a channel or an I/O thread, and no task runs. Into
+// be, but the data moves by a transfer, on a channel or an I/O thread, and no task runs. In a
+// launched task, a copy is one of its sub-launches (sub_launches.cpp): within its regions, and
+// what it writes is the task's when the task ends. Into
 // points attached to a resource and not acquired, the transfer writes the resource itself: a
 // snapshot copied into an attached file is one write from the source's instance, made by an I/O
 // thread, with no copy in memory first.
@@ -59,7 +61,6 @@ void launch_analysis::move_planned(launch_plan& plan, const requirement& src, co
 
 event launch_analysis::copy(const requirement& src, const requirement& dst, event after) {
   constexpr const char* how = "rill::copy";
-  refuse_in_task(how);
   if (!src.reg.exists() || !dst.reg.exists())
     throw misuse_error(fmt::format("{}: a requirement names no region (rill::index_copy copies over partitions)", how));
   turn in_turn(*this);
@@ -77,15 +78,7 @@ event launch_analysis::copy(const requirement& src, const requirement& dst, even
 
 event launch_analysis::index_copy(partition over, const requirement& src, const requirement& dst, event after) {
   constexpr const char* how = "rill::index_copy";
-  refuse_in_task(how);
-  if (!over.exists()) throw misuse_error(fmt::format("{}: the partition handle is empty", how));
-  for (const requirement* r : {&src, &dst}) {
-    if (!r->part.exists() && !r->reg.exists())
-      throw misuse_error(fmt::format("{}: a requirement names no region or partition", how));
-    if (r->part.exists() && r->part.colors() < over.colors())
-      throw misuse_error(fmt::format("{}: a requirement names a partition of {} colors for a copy over {}", how,
-                                     r->part.colors(), over.colors()));
-  }
+  check_index_over(over, {src, dst}, how);
   turn in_turn(*this);
   caller_context();
   const std::vector<std::vector<field_id>> fields = check_copy(src, dst, how);

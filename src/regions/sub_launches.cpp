@@ -125,7 +125,7 @@ void launch_analysis::adopt_parent(launch_context& ctx) {
 }
 
 void launch_analysis::check_within_parent(const launched_body& parent, const requirement& r, const region_node& node,
-                                          const std::vector<field_id>& fields, std::size_t index) {
+                                          const std::vector<field_id>& fields, std::size_t index, bool copy) {
   const std::uint64_t wanted = field_bits(node.fields, fields);
   const bool representable = static_cast<std::size_t>(std::popcount(wanted)) == fields.size();
   const bool reduces = r.priv == privilege::reduce;
@@ -154,12 +154,12 @@ void launch_analysis::check_within_parent(const launched_body& parent, const req
         "points its parent does not read",
         what, index, r.reg.id(), read_only_met->reg.id()));
   if (within) return;
-  throw misuse_error(fmt::format(
-      "{}: requirement {} of a sub-launch ({} on region {:#x}) is not within the launching task's regions: a "
-      "launched task may launch only on points and fields it has, read_only under read_only, and under a "
-      "reduction only reductions by the same operator{}",
-      what, index, name_of(r.priv), r.reg.id(),
-      representable ? "" : " (and sub-launches can name only the first 64 fields of a tree)"));
+  throw misuse_error(
+      fmt::format("{}: requirement {} of a {} ({} on region {:#x}) is not within the launching task's regions: a "
+                  "launched task may launch and copy only on points and fields it has, read_only under read_only, and "
+                  "under a reduction only reductions by the same operator{}",
+                  copy ? "rill::copy" : what, index, copy ? "copy in a launched task" : "sub-launch", name_of(r.priv),
+                  r.reg.id(), representable ? "" : " (and sub-launches can name only the first 64 fields of a tree)"));
 }
 
 event launch_analysis::close(launched_body& body, bool failed) {

@@ -2,7 +2,8 @@
 // partition on random ranks, ordered with the launches around them (a write of the source after
 // the copy does not reach the destination; a launch after it sees the copy); into a file attached
 // and not acquired, one write of the resource straight from the source's instance (no instance
-// made, no copy in memory); bad copies refused naming the cause.
+// made, no copy in memory); in a launched task, copies between its regions, in order with its
+// other sub-launches, their writes the task's when it ends; bad copies refused naming the cause.
 #include <cstring>
 #include <random>
 #include <string>
@@ -104,6 +105,58 @@ TEST_P(region_copy, fields_pair_in_order_and_copies_keep_program_order) {
       0);
 }
 
+// A task that holds a (read_only) and b (read_write) copies a's pieces into b's from its body, in
+// order with its sub-launches: one that writes a piece of b before the copies (overwritten by
+// them), one after them that reads what they wrote and changes one piece. When the task has
+// ended, b holds a's values but in that piece, whichever ranks the pieces were mapped to.
+TEST_P(region_copy, a_launched_task_copies_between_its_regions) {
+  EXPECT_EQ(
+      run_checked(
+          GetParam(),
+          [] {
+            auto on = std::make_shared<fixed_mapper>();
+            rill::set_mapper(on);
+            std::mt19937 rng(11);
+            const auto any_rank = [&] { return static_cast<int>(rng() % static_cast<unsigned>(rill::rank_n())); };
+            const rill::region a = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value});
+            const rill::region b = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{saved});
+            const rill::partition pa = rill::partition_equal(a, pieces);
+            const rill::partition pb = rill::partition_equal(b, pieces);
+            on->rank = any_rank();
+            rill::launch(set_values, {rill::req(a, {value.id}, rill::privilege::write_discard)}, value.id, 3.0, 1.0);
+            on->rank = any_rank();
+            rill::launch(set_values, {rill::req(b, {saved.id}, rill::privilege::write_discard)}, saved.id, 0.0, -7.0);
+            on->rank = any_rank();
+            const rill::event task = rill::launch(
+                [](const rill::physical_regions&, rill::partition from, rill::partition to) {
+                  rill::launch(set_values, {rill::req(to.subregion(1), {saved.id}, rill::privilege::write_discard)},
+                               saved.id, 0.0, 99.0);
+                  rill::index_copy(from, rill::req(from, {value.id}, rill::privilege::read_only),
+                                   rill::req(to, {saved.id}, rill::privilege::write_discard));
+                  // Reads piece 3 as copied (a's values) and writes it doubled.
+                  rill::launch(
+                      [](const rill::physical_regions& rs) {
+                        const auto v = rs[0].write<double, 1>(saved);
+                        rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = v[p] * 2; });
+                      },
+                      {rill::req(to.subregion(3), {saved.id}, rill::privilege::read_write)});
+                },
+                {rill::req(a, {value.id}, rill::privilege::read_only),
+                 rill::req(b, {saved.id}, rill::privilege::read_write)},
+                pa, pb);
+            task.wait();
+            on->rank = any_rank();
+            long wrong = 0;
+            for (std::size_t p = 0; p < pieces; ++p)
+              wrong += wrong_in(pb.subregion(p), saved.id, p == 3 ? 6.0 : 3.0, p == 3 ? 2.0 : 1.0);
+            expect(wrong == 0, "b after the task's copies: " + std::to_string(wrong) + " points wrong");
+            expect(wrong_in(a, value.id, 3.0, 1.0) == 0, "a, the copies' source, unchanged");
+            a.destroy().wait();
+            b.destroy().wait();
+          }),
+      0);
+}
+
 // Into a file attached write_discard and not acquired: each piece is written into the file from
 // the source's instance by the I/O thread of the attaching rank -- the file's bytes once, no
 // instance made and no copy in memory on the way -- and the detach makes it durable.
@@ -181,15 +234,36 @@ TEST_P(region_copy, bad_copies_are_refused_naming_the_cause) {
             expect(says(misuse_of([&] { rill::copy(rill::req(small, {value.id}, ro), rill::req(a, {value.id}, wd)); }),
                         "has points that source"),
                    "a destination larger than the source");
-            const std::string in_task = poison_of(rill::launch(
-                [](const rill::physical_regions&, rill::region x, rill::region y) {
-                  rill::copy(rill::req(x, {value.id}, rill::privilege::read_only),
-                             rill::req(y, {value.id}, rill::privilege::write_discard));
-                },
-                {}, a, small));
-            expect(says(in_task, "in a launched task"), "a copy in a launched task: " + in_task);
+            const rill::partition halves = rill::partition_equal(a, 2);
+            expect(says(misuse_of(
+                            [&] { rill::index_copy(halves, rill::requirement{}, rill::req(halves, {value.id}, wd)); }),
+                        "requirement 0 names no region or partition"),
+                   "an index copy whose source names nothing");
+            expect(says(misuse_of([&] {
+                          rill::index_copy(rill::partition_equal(a, 3), rill::req(halves, {value.id}, ro),
+                                           rill::req(a, {value.id}, wd));
+                        }),
+                        "requirement 0 names a partition of 2 colors for a launch over 3"),
+                   "an index copy over more colors than its source's partition");
+            // In a launched task: into a region the task only reads; from a region it does not hold.
+            const auto a_into_small = [](const rill::physical_regions&, rill::region x, rill::region y) {
+              rill::copy(rill::req(x, {value.id}, rill::privilege::read_only),
+                         rill::req(y, {value.id}, rill::privilege::write_discard));
+            };
+            const std::string into_read_only = poison_of(
+                rill::launch(a_into_small, {rill::req(a, {value.id}, ro), rill::req(small, {value.id}, ro)}, a, small));
+            expect(says(into_read_only, "requirement 1 of a copy in a launched task") &&
+                       says(into_read_only, "not within the launching task's regions"),
+                   "a copy in a task into a region it only reads: " + into_read_only);
+            // (A region of its own: a failed task poisons the launches after it on its regions.)
+            const rill::region fresh = rill::region::create(rill::rect<1>{0, 9}, rill::field_space{value});
+            const std::string from_nowhere = poison_of(
+                rill::launch(a_into_small, {rill::req(fresh, {value.id}, rill::privilege::read_write)}, a, fresh));
+            expect(says(from_nowhere, "requirement 0 of a copy in a launched task"),
+                   "a copy in a task from a region it does not hold: " + from_nowhere);
             a.destroy().wait();
             small.destroy().wait();
+            fresh.destroy().wait();
           }),
       0);
 }
