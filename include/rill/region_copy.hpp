@@ -18,10 +18,13 @@ namespace rill {
 
 // Copies src.fields[k] into dst.fields[k] (fields of the same size, paired in order) at every
 // point of dst's region, which src's region must hold, once `after` and the earlier launches it
-// conflicts with have ended; returns its event at once. src is read_only; dst write_discard or
-// read_write. In a launched task it is one of the task's sub-launches (rill/launch.hpp): on points
-// and fields the task has (the source under any of its privileges but a reduction, the destination
-// under a writable one), and what it writes is in the task's regions when the task ends.
+// conflicts with have ended; returns its event at once. src is read_only; dst write_discard,
+// read_write, or a reduction (rill::reduce_with<Op>(): src's values, Op's right-hand sides, folded
+// in by Op; reduction copies and launches by the same operator commute). In a launched task it is
+// one of the task's sub-launches (rill/launch.hpp): on points and fields the task has (the source
+// under any of its privileges but a reduction, the destination under a writable one or, for a
+// reduction copy, a reduction by the same operator), and what it writes is in the task's regions
+// when the task ends.
 event copy(const requirement& src, const requirement& dst, event after = event::none());
 // The same for every color of `over`: a requirement on a partition names its subregion of that
 // color. Returns the event of all of them.

@@ -639,8 +639,8 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   small_vector<std::size_t> homes;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     // A copy into points attached and not acquired writes the resource itself (a task would get
-    // a copy of them in memory, given back after it).
-    if (copy && i == 1)
+    // a copy of them in memory, given back after it). (One that reduces is refused there.)
+    if (copy && i == 1 && reqs[i].priv != privilege::reduce)
       if (const attachment* a = restricted_over(*trees[1], *paths[1]->back(), fields[1])) {
         homes.push_back(a->ext);
         continue;

@@ -1,6 +1,6 @@
 // Copies between regions (rill/region_copy.hpp; Legion's copy operation): in program order with the
-// launches, analysed as a launch of a source read and a destination write, mapped as a task would
-// be, but the data moves by a transfer, on a channel or an I/O thread, and no task runs. In a
+// launches, analysed as a launch of a source read and a destination write (or reduction), mapped as
+// a task would be, but the data moves by a transfer, on a channel or an I/O thread, and no task runs. In a
 // launched task, a copy is one of its sub-launches (sub_launches.cpp): within its regions, and
 // what it writes is the task's when the task ends. Into
 // points attached to a resource and not acquired, the transfer writes the resource itself: a
@@ -20,18 +20,20 @@
 namespace rill::detail {
 namespace {
 
-// Refuses a point of a copy whose fields do not pair by size, or whose destination has points the
-// source lacks.
+// Refuses a point of a copy whose fields do not pair by size (a reduction copy's source holds the
+// operator's right-hand sides), or whose destination has points the source lacks.
 void check_pair(const requirement& src, const region_node& from, const requirement& dst, const region_node& to,
                 const char* how) {
   if (from.dims != to.dims)
     throw misuse_error(fmt::format("{}: the source region {:#x} has {} dimensions and the destination {:#x} {}", how,
                                    from.id, from.dims, to.id, to.dims));
-  for (std::size_t k = 0; k < src.fields.size(); ++k)
-    if (from.fields.bytes_of(src.fields[k]) != to.fields.bytes_of(dst.fields[k]))
-      throw misuse_error(fmt::format("{}: source field {} has {} bytes and destination field {} {}", how, src.fields[k],
-                                     from.fields.bytes_of(src.fields[k]), dst.fields[k],
-                                     to.fields.bytes_of(dst.fields[k])));
+  for (std::size_t k = 0; k < src.fields.size(); ++k) {
+    const std::size_t wanted = dst.priv == privilege::reduce ? dst.redop->rhs_bytes : to.fields.bytes_of(dst.fields[k]);
+    if (from.fields.bytes_of(src.fields[k]) != wanted)
+      throw misuse_error(fmt::format("{}: source field {} has {} bytes and destination field {} {}{}", how,
+                                     src.fields[k], from.fields.bytes_of(src.fields[k]), dst.fields[k],
+                                     dst.priv == privilege::reduce ? "reduces by values of " : "", wanted));
+  }
   if (!from.space.contains(to.space))
     throw misuse_error(
         fmt::format("{}: destination region {:#x} has points that source region {:#x} has not", how, to.id, from.id));
@@ -43,8 +45,8 @@ std::vector<std::vector<field_id>> launch_analysis::check_copy(const requirement
                                                                const char* how) {
   if (src.priv != privilege::read_only)
     throw misuse_error(fmt::format("{}: the source's privilege must be read_only", how));
-  if (dst.priv != privilege::write_discard && dst.priv != privilege::read_write)
-    throw misuse_error(fmt::format("{}: the destination's privilege must be write_discard or read_write", how));
+  if (dst.priv == privilege::read_only)
+    throw misuse_error(fmt::format("{}: the destination's privilege must be write_discard, read_write or reduce", how));
   if (src.fields.empty() || src.fields.size() != dst.fields.size())
     throw misuse_error(fmt::format("{}: the source names {} fields and the destination {}: they pair in order", how,
                                    src.fields.size(), dst.fields.size()));
@@ -54,8 +56,11 @@ std::vector<std::vector<field_id>> launch_analysis::check_copy(const requirement
 void launch_analysis::move_planned(launch_plan& plan, const requirement& src, const requirement& dst) {
   const physical_regions& rs = *plan.regions;
   const region_node& to = *path_to(dst.reg).back();
+  // (Under a reduction the destination is the copy's fold instance, applied when the data is next
+  // needed, as a reducing task's is: the source's values fold into it.)
+  const row_combiner how = dst.priv == privilege::reduce ? dst.redop->fold : row_combiner{};
   const event moved =
-      transfer_padded(rs[0].inst, src.fields, rs[1].inst, dst.fields, &to.space, to.dims, {}, plan.pre, "rill::copy");
+      transfer_padded(rs[0].inst, src.fields, rs[1].inst, dst.fields, &to.space, to.dims, how, plan.pre, "rill::copy");
   event_trigger_after(plan.done, moved);
 }
 

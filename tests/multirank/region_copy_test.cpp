@@ -2,7 +2,8 @@
 // partition on random ranks, ordered with the launches around them (a write of the source after
 // the copy does not reach the destination; a launch after it sees the copy); into a file attached
 // and not acquired, one write of the resource straight from the source's instance (no instance
-// made, no copy in memory); in a launched task, copies between its regions, in order with its
+// made, no copy in memory); reduction copies, folded into the destination as a reducing task's
+// values are; in a launched task, copies between its regions, in order with its
 // other sub-launches, their writes the task's when it ends; bad copies refused naming the cause.
 #include <cstring>
 #include <random>
@@ -99,6 +100,51 @@ TEST_P(region_copy, fields_pair_in_order_and_copies_keep_program_order) {
               wrong += wrong_in(pb.subregion(p), saved.id, p == 2 ? 2.0 : 1.0, p == 2 ? 5.0 : 0.0);
             expect(wrong == 0, "a copy of piece 2 [" + std::to_string(two.lo[0]) + ", " + std::to_string(two.hi[0]) +
                                    "]: " + std::to_string(wrong) + " points wrong");
+            a.destroy().wait();
+            b.destroy().wait();
+          }),
+      0);
+}
+
+// Reduction copies (privilege reduce on the destination): two sources summed into b piece by piece
+// on random ranks, and one whole, all on top of what b held; a task's reduction between them
+// commutes with them. Then b holds the sum, whichever order the reductions ran in.
+TEST_P(region_copy, reduction_copies_fold_into_the_destination) {
+  EXPECT_EQ(
+      run_checked(
+          GetParam(),
+          [] {
+            auto on = std::make_shared<fixed_mapper>();
+            rill::set_mapper(on);
+            std::mt19937 rng(13);
+            const auto any_rank = [&] { return static_cast<int>(rng() % static_cast<unsigned>(rill::rank_n())); };
+            const auto sum = rill::reduce_with<rill::reduce::sum<double>>();
+            const rill::region a = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value, other});
+            const rill::region b = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{saved});
+            const rill::partition pa = rill::partition_equal(a, pieces);
+            const rill::partition pb = rill::partition_equal(b, pieces);
+            on->rank = any_rank();
+            rill::launch(set_values, {rill::req(a, {value.id}, rill::privilege::write_discard)}, value.id, 1.0, 0.0);
+            on->rank = any_rank();
+            rill::launch(set_values, {rill::req(a, {other.id}, rill::privilege::write_discard)}, other.id, 2.0, 5.0);
+            on->rank = any_rank();
+            rill::launch(set_values, {rill::req(b, {saved.id}, rill::privilege::write_discard)}, saved.id, 0.0, 100.0);
+            // b += a.value, piece by piece; b += 1 by tasks; b += a.other, whole.
+            on->rank = any_rank();
+            rill::index_copy(pa, rill::req(pa, {value.id}, rill::privilege::read_only), rill::req(pb, {saved.id}, sum));
+            on->rank = any_rank();
+            rill::index_launch(
+                [](const rill::physical_regions& rs, std::size_t) {
+                  const auto v = rs[0].reduce<rill::reduce::sum<double>, 1>(saved);
+                  rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v(p, 1.0); });
+                },
+                pb, {rill::req(pb, {saved.id}, sum)});
+            on->rank = any_rank();
+            rill::copy(rill::req(a, {other.id}, rill::privilege::read_only), rill::req(b, {saved.id}, sum));
+            on->rank = any_rank();
+            // 100 + p + 1 + (2p + 5) = 3p + 106
+            expect(wrong_in(b, saved.id, 3.0, 106.0) == 0, "b after the reduction copies");
+            expect(wrong_in(a, value.id, 1.0, 0.0) == 0, "a, their source, unchanged");
             a.destroy().wait();
             b.destroy().wait();
           }),
@@ -221,8 +267,14 @@ TEST_P(region_copy, bad_copies_are_refused_naming_the_cause) {
                         "must be read_only"),
                    "a source that writes");
             expect(says(misuse_of([&] { rill::copy(rill::req(a, {value.id}, ro), rill::req(small, {value.id}, ro)); }),
-                        "write_discard or read_write"),
+                        "write_discard, read_write or reduce"),
                    "a destination that reads");
+            expect(says(misuse_of([&] {
+                          rill::copy(rill::req(a, {narrow.id}, ro),
+                                     rill::req(small, {value.id}, rill::reduce_with<rill::reduce::sum<double>>()));
+                        }),
+                        "reduces by values of 8"),
+                   "a reduction copy from a field of another size than the operator's values");
             expect(says(misuse_of([&] {
                           rill::copy(rill::req(a, {value.id, narrow.id}, ro), rill::req(small, {value.id}, wd));
                         }),
