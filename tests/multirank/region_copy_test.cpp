@@ -6,7 +6,6 @@
 // values are; in a launched task, copies between its regions, in order with its
 // other sub-launches, their writes the task's when it ends; bad copies refused naming the cause.
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -61,36 +60,27 @@ TEST_P(region_copy, fields_pair_in_order_and_copies_keep_program_order) {
       run_checked(
           GetParam(),
           [] {
-            auto on = std::make_shared<fixed_mapper>();
-            rill::set_mapper(on);
-            std::mt19937 rng(7);
-            const auto any_rank = [&] { return static_cast<int>(rng() % static_cast<unsigned>(rill::rank_n())); };
+            rill::set_mapper(std::make_shared<random_mapper>(7));
             const rill::region a = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value, other});
             const rill::region b = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{saved, value});
             const rill::partition pa = rill::partition_equal(a, pieces);
             const rill::partition pb = rill::partition_equal(b, pieces);
-            on->rank = any_rank();
             rill::launch(set_values, {rill::req(a, {value.id}, rill::privilege::write_discard)}, value.id, 1.0, 0.0);
-            on->rank = any_rank();
             rill::launch(set_values, {rill::req(a, {other.id}, rill::privilege::write_discard)}, other.id, 2.0, 5.0);
             // a.value -> b.saved and a.other -> b.value, piece by piece on random ranks.
-            on->rank = any_rank();
             rill::index_copy(pa, rill::req(pa, {value.id, other.id}, rill::privilege::read_only),
                              rill::req(pb, {saved.id, value.id}, rill::privilege::write_discard));
             // A write of the source after the copy: the copy saw the data before it.
-            on->rank = any_rank();
             rill::index_launch(
                 [](const rill::physical_regions& rs, std::size_t) {
                   const auto v = rs[0].write<double, 1>(value);
                   rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = -1; });
                 },
                 pa, {rill::req(pa, {value.id}, rill::privilege::read_write)});
-            on->rank = any_rank();
             expect(wrong_in(b, saved.id, 1.0, 0.0) == 0, "the copy of a.value into b.saved");
             expect(wrong_in(b, value.id, 2.0, 5.0) == 0, "the copy of a.other into b.value");
             expect(wrong_in(a, value.id, 0.0, -1.0) == 0, "the write of the source after the copy");
             // One piece back, read_write: the rest of the destination keeps its data.
-            on->rank = any_rank();
             rill::copy(rill::req(pa.subregion(2), {other.id}, rill::privilege::read_only),
                        rill::req(pb.subregion(2), {saved.id}, rill::privilege::read_write))
                 .wait();
@@ -114,34 +104,24 @@ TEST_P(region_copy, reduction_copies_fold_into_the_destination) {
       run_checked(
           GetParam(),
           [] {
-            auto on = std::make_shared<fixed_mapper>();
-            rill::set_mapper(on);
-            std::mt19937 rng(13);
-            const auto any_rank = [&] { return static_cast<int>(rng() % static_cast<unsigned>(rill::rank_n())); };
+            rill::set_mapper(std::make_shared<random_mapper>(13));
             const auto sum = rill::reduce_with<rill::reduce::sum<double>>();
             const rill::region a = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value, other});
             const rill::region b = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{saved});
             const rill::partition pa = rill::partition_equal(a, pieces);
             const rill::partition pb = rill::partition_equal(b, pieces);
-            on->rank = any_rank();
             rill::launch(set_values, {rill::req(a, {value.id}, rill::privilege::write_discard)}, value.id, 1.0, 0.0);
-            on->rank = any_rank();
             rill::launch(set_values, {rill::req(a, {other.id}, rill::privilege::write_discard)}, other.id, 2.0, 5.0);
-            on->rank = any_rank();
             rill::launch(set_values, {rill::req(b, {saved.id}, rill::privilege::write_discard)}, saved.id, 0.0, 100.0);
             // b += a.value, piece by piece; b += 1 by tasks; b += a.other, whole.
-            on->rank = any_rank();
             rill::index_copy(pa, rill::req(pa, {value.id}, rill::privilege::read_only), rill::req(pb, {saved.id}, sum));
-            on->rank = any_rank();
             rill::index_launch(
                 [](const rill::physical_regions& rs, std::size_t) {
                   const auto v = rs[0].reduce<rill::reduce::sum<double>, 1>(saved);
                   rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v(p, 1.0); });
                 },
                 pb, {rill::req(pb, {saved.id}, sum)});
-            on->rank = any_rank();
             rill::copy(rill::req(a, {other.id}, rill::privilege::read_only), rill::req(b, {saved.id}, sum));
-            on->rank = any_rank();
             // 100 + p + 1 + (2p + 5) = 3p + 106
             expect(wrong_in(b, saved.id, 3.0, 106.0) == 0, "b after the reduction copies");
             expect(wrong_in(a, value.id, 1.0, 0.0) == 0, "a, their source, unchanged");
@@ -160,19 +140,13 @@ TEST_P(region_copy, a_launched_task_copies_between_its_regions) {
       run_checked(
           GetParam(),
           [] {
-            auto on = std::make_shared<fixed_mapper>();
-            rill::set_mapper(on);
-            std::mt19937 rng(11);
-            const auto any_rank = [&] { return static_cast<int>(rng() % static_cast<unsigned>(rill::rank_n())); };
+            rill::set_mapper(std::make_shared<random_mapper>(11));
             const rill::region a = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value});
             const rill::region b = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{saved});
             const rill::partition pa = rill::partition_equal(a, pieces);
             const rill::partition pb = rill::partition_equal(b, pieces);
-            on->rank = any_rank();
             rill::launch(set_values, {rill::req(a, {value.id}, rill::privilege::write_discard)}, value.id, 3.0, 1.0);
-            on->rank = any_rank();
             rill::launch(set_values, {rill::req(b, {saved.id}, rill::privilege::write_discard)}, saved.id, 0.0, -7.0);
-            on->rank = any_rank();
             const rill::event task = rill::launch(
                 [](const rill::physical_regions&, rill::partition from, rill::partition to) {
                   rill::launch(set_values, {rill::req(to.subregion(1), {saved.id}, rill::privilege::write_discard)},
@@ -191,7 +165,6 @@ TEST_P(region_copy, a_launched_task_copies_between_its_regions) {
                  rill::req(b, {saved.id}, rill::privilege::read_write)},
                 pa, pb);
             task.wait();
-            on->rank = any_rank();
             long wrong = 0;
             for (std::size_t p = 0; p < pieces; ++p)
               wrong += wrong_in(pb.subregion(p), saved.id, p == 3 ? 6.0 : 3.0, p == 3 ? 2.0 : 1.0);
