@@ -24,6 +24,7 @@
 // attach cannot end before its CPU time over the cores ("cpu_bound"), however well it overlaps. Check: every variant's
 // products equal compute alone's, bit for bit (else exit 1).
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -291,7 +292,11 @@ int main(int argc, char** argv) {
                    extra);
     bench::emit_ms("I1", "cpu_compute_alone", "CPU time, user + system (thread-ms)", compute_cpu, "", {}, extra);
     bench::emit_ms("I1", "cpu_attach", "CPU time, user + system (thread-ms)", attached_cpu, "", {}, extra);
-    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    const double cores = ::sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                             ? std::max(1, CPU_COUNT(&allowed))
+                             : std::max(1u, std::thread::hardware_concurrency());
     std::vector<double> overlap, cpu_bound;
     for (std::size_t r = 0; r < attached.size(); ++r) {
       overlap.push_back(attached[r] / std::max(compute[r], std::min(io[r], io_direct[r])));

@@ -11,11 +11,12 @@ set(bad 0)
 
 # Checks the includes of `file` (a path under `root`, named `where` in errors), of `layer`.
 function(check_includes root file where layer)
-  file(STRINGS ${root}/${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[a-z_]+/")
+  # (Angle brackets are other libraries' but for <rill/...>, which counts as "rill/...".)
+  file(STRINGS ${root}/${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*(\"[a-z0-9_]+/|<rill/)")
   foreach(line IN LISTS includes)
-    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([a-z_]+)/.*" "\\1" target "${line}")
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[\"<]([a-z0-9_]+)/.*" "\\1" target "${line}")
     if(target STREQUAL "rill")  # a public header: its owner's
-      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"rill/([a-z_/]+)\\.hpp\".*" "\\1" header "${line}")
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[\"<]rill/([a-z0-9_/]+)\\.hpp[\">].*" "\\1" header "${line}")
       if(NOT DEFINED OWNER_${header})
         message(SEND_ERROR "${where}: includes rill/${header}.hpp, which no layer declares (HEADERS)")
         math(EXPR bad "${bad} + 1")

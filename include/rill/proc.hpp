@@ -29,6 +29,7 @@
 #include "rill/am.hpp"
 #include "rill/error.hpp"
 #include "rill/event.hpp"
+#include "rill/rank.hpp"
 #include "rill/task.hpp"
 
 namespace rill {
@@ -38,9 +39,6 @@ struct after {
   explicit after(event e) : ev(e) {}
   event ev;
 };
-
-int rank_me();
-int rank_n();
 
 namespace detail {
 

@@ -182,22 +182,22 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
 }
 
 void launch_analysis::refuse_on_attached(const tree_state& tree, const region_node& node,
-                                         const std::vector<field_id>& fields, privilege p) {
+                                         const std::vector<field_id>& fields, privilege p, const char* how) {
   if (p == privilege::reduce) {
     if (const attachment* a = attached_over(tree, node.space, fields))
       throw misuse_error(
-          fmt::format("rill::launch: a reduction on region {:#x}, whose points are attached (region "
+          fmt::format("{}: a reduction on region {:#x}, whose points are attached (region "
                       "{:#x}): reduce into a region that is not, and copy it",
-                      node.id, a->region));
+                      how, node.id, a->region));
     return;
   }
   if (p == privilege::read_only) return;
   for (const attachment& a : tree.attachments)
     if (a.read_only && meets(a, node.space, fields))
       throw misuse_error(
-          fmt::format("rill::launch: a write of region {:#x}, whose points are attached read_only to "
+          fmt::format("{}: a write of region {:#x}, whose points are attached read_only to "
                       "{} (region {:#x}): detach it first (its data stays)",
-                      node.id, a.resource, a.region));
+                      how, node.id, a.resource, a.region));
 }
 
 void launch_analysis::refresh_mirrors(tree_state& tree, const region_path& path, std::size_t home, field_id f,

@@ -624,7 +624,8 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   small_vector<tree_state*> trees;           // each requirement's
   for (const region_path* path : paths) trees.push_back(&ctx_->trees[path->back()->root]);
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    if (!trees[i]->attachments.empty()) refuse_on_attached(*trees[i], *paths[i]->back(), fields[i], reqs[i].priv);
+    if (!trees[i]->attachments.empty())
+      refuse_on_attached(*trees[i], *paths[i]->back(), fields[i], reqs[i].priv, copy ? "rill::copy" : what);
   // What the analysis finds, to be remembered if it leaves the data where it is.
   launch_memo memo;
   bool remember = remembered != nullptr;

@@ -187,9 +187,9 @@ class launch_analysis final : public rank_module {
   void give_back(tree_state& tree, const region_path& path, std::size_t home, std::span<const field_id> fields,
                  bool wrote, region_user& use);
   // Refuses a reduction on attached points (its fold would apply to the resource's data), and a
-  // write of points attached read_only.
+  // write of points attached read_only; `how` names the launch or copy refused.
   static void refuse_on_attached(const tree_state& tree, const region_node& node, const std::vector<field_id>& fields,
-                                 privilege p);
+                                 privilege p, const char* how);
   // release(): writes back into the resource what other instances hold newer, after `after`, then
   // restricts it again; returns the event of the resource holding it. With write after read on,
   // it does not wait for reads of other instances still running (Iris §IV-B, early release): their

@@ -1,11 +1,11 @@
 // Copies between regions (rill/region_copy.hpp; Legion's copy operation): in program order with the
-// launches, analysed as a launch of a source read and a destination write (or reduction), mapped as
-// a task would be, but the data moves by a transfer, on a channel or an I/O thread, and no task runs. In a
-// launched task, a copy is one of its sub-launches (sub_launches.cpp): within its regions, and
-// what it writes is the task's when the task ends. Into
-// points attached to a resource and not acquired, the transfer writes the resource itself: a
-// snapshot copied into an attached file is one write from the source's instance, made by an I/O
-// thread, with no copy in memory first.
+// launches, analysed as a launch of a source read and a destination write (or reduction), mapped
+// as a task would be, but the data moves by a transfer, on a channel or an I/O thread, and no task
+// runs. In a launched task, a copy is one of its sub-launches (sub_launches.cpp): within its
+// regions, and what it writes is the task's when the task ends. Into points attached to a resource
+// and not acquired, the transfer writes the resource itself: a snapshot copied into an attached
+// file is one write from the source's instance, made by an I/O thread, with no copy in memory
+// first.
 #include <fmt/format.h>
 
 #include <utility>
@@ -87,7 +87,8 @@ event launch_analysis::index_copy(partition over, const requirement& src, const 
   turn in_turn(*this);
   caller_context();
   const std::vector<std::vector<field_id>> fields = check_copy(src, dst, how);
-  // Each point's pair of requirements, all checked before any is planned.
+  // Each point's pair of requirements, all checked before any is planned. (The source is only
+  // read: attached or not, nothing refuses it.)
   std::vector<std::pair<requirement, requirement>> pairs;
   for (std::size_t c = 0; c < over.colors(); ++c) {
     requirement s = src, d = dst;
@@ -101,6 +102,13 @@ event launch_analysis::index_copy(partition over, const requirement& src, const 
       check_fields(d, to, fields[1]);
     }
     check_pair(s, from, d, to, how);
+    // (plan_point checks these too, but a point refused there would leave the earlier ones issued.)
+    if (ctx_->parent) {
+      check_within_parent(*ctx_->parent, s, from, fields[0], 0, true);
+      check_within_parent(*ctx_->parent, d, to, fields[1], 1, true);
+    }
+    if (const tree_state& tree = ctx_->trees[to.root]; !tree.attachments.empty())
+      refuse_on_attached(tree, to, fields[1], d.priv, how);
     pairs.emplace_back(std::move(s), std::move(d));
   }
   std::vector<event> points;

@@ -147,19 +147,21 @@ void launch_analysis::check_within_parent(const launched_body& parent, const req
   // A sibling's read applies a sub-launch's pending reduction to the instance it reads: that must
   // be one the parent may write. Under a writable region it is; under a reduction alone, the
   // values are meant for the parent's fold, and a read-only instance must not receive them.
+  const char* const how = copy ? "rill::copy" : what;
+  const char* const kind = copy ? "copy in a launched task" : "sub-launch";
   if (within && reduces && !within_writable && read_only_met)
-    throw misuse_error(fmt::format(
-        "{}: requirement {} of a sub-launch (reduce on region {:#x}) shares points and fields with the launching "
-        "task's read_only region {:#x}: outside its parent's writable regions, a sub-launch may reduce only on "
-        "points its parent does not read",
-        what, index, r.reg.id(), read_only_met->reg.id()));
+    throw misuse_error(
+        fmt::format("{}: requirement {} of a {} (reduce on region {:#x}) shares points and fields with the launching "
+                    "task's read_only region {:#x}: outside its parent's writable regions, a {} may reduce only on "
+                    "points its parent does not read",
+                    how, index, kind, r.reg.id(), read_only_met->reg.id(), kind));
   if (within) return;
   throw misuse_error(
       fmt::format("{}: requirement {} of a {} ({} on region {:#x}) is not within the launching task's regions: a "
                   "launched task may launch and copy only on points and fields it has, read_only under read_only, and "
                   "under a reduction only reductions by the same operator{}",
-                  copy ? "rill::copy" : what, index, copy ? "copy in a launched task" : "sub-launch", name_of(r.priv),
-                  r.reg.id(), representable ? "" : " (and sub-launches can name only the first 64 fields of a tree)"));
+                  how, index, kind, name_of(r.priv), r.reg.id(),
+                  representable ? "" : " (and sub-launches can name only the first 64 fields of a tree)"));
 }
 
 event launch_analysis::close(launched_body& body, bool failed) {

@@ -133,14 +133,17 @@ TEST_P(region_copy, reduction_copies_fold_into_the_destination) {
 
 // A task that holds a (read_only) and b (read_write) copies a's pieces into b's from its body, in
 // order with its sub-launches: one that writes a piece of b before the copies (overwritten by
-// them), one after them that reads what they wrote and changes one piece. When the task has
-// ended, b holds a's values but in that piece, whichever ranks the pieces were mapped to.
+// them), a reduction copy that adds a's piece 0 to b's again, and a launch after them that reads
+// what they wrote and doubles piece 3. When the task has ended, b holds a's values but in those
+// two pieces (twice a's), whichever ranks the pieces were mapped to.
 TEST_P(region_copy, a_launched_task_copies_between_its_regions) {
   EXPECT_EQ(
       run_checked(
           GetParam(),
           [] {
-            rill::set_mapper(std::make_shared<random_mapper>(11));
+            // (On every rank: the task's copies are mapped on the task's rank.)
+            for (int r = 0; r < rill::rank_n(); ++r)
+              rill::rpc(r, [] { rill::set_mapper(std::make_shared<random_mapper>(11 + rill::rank_me())); }).get();
             const rill::region a = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value});
             const rill::region b = rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{saved});
             const rill::partition pa = rill::partition_equal(a, pieces);
@@ -153,6 +156,9 @@ TEST_P(region_copy, a_launched_task_copies_between_its_regions) {
                                saved.id, 0.0, 99.0);
                   rill::index_copy(from, rill::req(from, {value.id}, rill::privilege::read_only),
                                    rill::req(to, {saved.id}, rill::privilege::write_discard));
+                  // Piece 0 gets a's values added again: a reduction copy under the task's read_write.
+                  rill::copy(rill::req(from.subregion(0), {value.id}, rill::privilege::read_only),
+                             rill::req(to.subregion(0), {saved.id}, rill::reduce_with<rill::reduce::sum<double>>()));
                   // Reads piece 3 as copied (a's values) and writes it doubled.
                   rill::launch(
                       [](const rill::physical_regions& rs) {
@@ -167,7 +173,7 @@ TEST_P(region_copy, a_launched_task_copies_between_its_regions) {
             task.wait();
             long wrong = 0;
             for (std::size_t p = 0; p < pieces; ++p)
-              wrong += wrong_in(pb.subregion(p), saved.id, p == 3 ? 6.0 : 3.0, p == 3 ? 2.0 : 1.0);
+              wrong += wrong_in(pb.subregion(p), saved.id, p == 0 || p == 3 ? 6.0 : 3.0, p == 0 || p == 3 ? 2.0 : 1.0);
             expect(wrong == 0, "b after the task's copies: " + std::to_string(wrong) + " points wrong");
             expect(wrong_in(a, value.id, 3.0, 1.0) == 0, "a, the copies' source, unchanged");
             a.destroy().wait();
@@ -270,6 +276,20 @@ TEST_P(region_copy, bad_copies_are_refused_naming_the_cause) {
                         }),
                         "requirement 0 names a partition of 2 colors for a launch over 3"),
                    "an index copy over more colors than its source's partition");
+            {  // A reduction copy into attached points: their fold would apply to the file's data.
+              const scratch_dir dir;
+              const rill::region attached = rill::region::create(rill::rect<1>{0, 9}, rill::field_space{value});
+              rill::attach(attached, {value.id}, rill::file_resource{dir / "r.bin", rill::io_mode::write_discard})
+                  .wait();
+              expect(says(misuse_of([&] {
+                            rill::copy(rill::req(a, {value.id}, ro),
+                                       rill::req(attached, {value.id}, rill::reduce_with<rill::reduce::sum<double>>()));
+                          }),
+                          "rill::copy: a reduction on region"),
+                     "a reduction copy into attached points");
+              rill::detach(attached).wait();
+              attached.destroy().wait();
+            }
             // In a launched task: into a region the task only reads; from a region it does not hold.
             const auto a_into_small = [](const rill::physical_regions&, rill::region x, rill::region y) {
               rill::copy(rill::req(x, {value.id}, rill::privilege::read_only),
