@@ -586,6 +586,18 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
   }
   std::vector<requirement> point_reqs = reqs;
   for (requirement& r : point_reqs) r.part = partition();
+  // The points to be analysed (not repeated) are checked against the launching task's regions and
+  // the attachments before any is spawned: a refused point must leave no other running.
+  for (std::size_t c = 0; c < over.colors(); ++c) {
+    if (memos && (*memos)[c].known) continue;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      if (reqs[i].part.exists()) point_reqs[i].reg = reqs[i].part.subregion(c);
+      const region_node& node = *path_to(point_reqs[i].reg).back();
+      if (ctx_->parent) check_within_parent(*ctx_->parent, point_reqs[i], node, fields[i], i, false);
+      if (const tree_state& tree = ctx_->trees[node.root]; !tree.attachments.empty())
+        refuse_on_attached(tree, node, fields[i], point_reqs[i].priv, what);
+    }
+  }
   merged_in_groups points;
   for (std::size_t c = 0; c < over.colors(); ++c) {
     if (memos) prefetch_ahead(*memos, c);

@@ -393,6 +393,49 @@ TEST_P(sub_launches, requirements_beyond_the_parents_are_refused_and_failures_re
   });
 }
 
+// An index sub-launch whose later points lie outside the parent's region is refused before any
+// point runs: a parent holding half of a region launches over its quarters, of which the last two
+// are the other half's; the first two must not have written.
+TEST_P(sub_launches, an_index_sub_launch_refused_at_a_later_point_runs_no_point) {
+  run_checked(GetParam(), [] {
+    const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
+    const rill::partition halves = rill::partition_equal(root, 2);
+    const rill::partition quarters = rill::partition_equal(root, 4);
+    const auto set_to = [](const rill::physical_regions& rs, std::uint64_t v) {
+      auto acc = rs[0].write<std::uint64_t, 1>(fa);
+      rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { acc[p] = v; });
+    };
+    rill::launch(set_to, {rill::req(root, {fa.id}, rill::privilege::write_discard)}, std::uint64_t{1});
+    rill::promise<std::string> refusal;
+    rill::launch(
+        [](const rill::physical_regions&, rill::partition over, rill::promise<std::string> out) {
+          out.put(misuse_of([&] {
+            rill::index_launch(
+                [](const rill::physical_regions& rs, std::size_t) {
+                  auto acc = rs[0].write<std::uint64_t, 1>(fa);
+                  rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { acc[p] = 5; });
+                },
+                over, {rill::req(over, {fa.id}, rill::privilege::read_write)});
+          }));
+        },
+        {rill::req(halves.subregion(0), {fa.id}, rill::privilege::read_write)}, quarters, refusal);
+    const std::string said = refusal.get_future().get();
+    expect(says(said, "requirement 0 of a sub-launch") && says(said, "not within the launching task's regions"),
+           "an index sub-launch beyond the parent: " + said);
+    rill::promise<std::uint64_t> sum;
+    rill::launch(
+        [](const rill::physical_regions& rs, rill::promise<std::uint64_t> out) {
+          auto acc = rs[0].read<std::uint64_t, 1>(fa);
+          std::uint64_t s = 0;
+          rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { s += acc[p]; });
+          out.put(s);
+        },
+        {rill::req(root, {fa.id}, rill::privilege::read_only)}, sum);
+    const std::uint64_t got = sum.get_future().get();
+    expect(got == static_cast<std::uint64_t>(points), "points of the refused launch ran: sum " + std::to_string(got));
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(setups, sub_launches, ::testing::ValuesIn(setups()), name_of);
 
 }  // namespace
