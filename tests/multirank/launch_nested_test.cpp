@@ -259,6 +259,20 @@ TEST_P(sub_launches, each_rank_analyses_the_sub_launches_of_the_pieces_it_runs) 
 }
 
 // The parent's event waits for its sub-launches; what they wrote is in the region afterwards.
+// The sum of field fa over region r, read by a launch.
+std::uint64_t sum_of_fa(rill::region r) {
+  rill::promise<std::uint64_t> sum;
+  rill::launch(
+      [](const rill::physical_regions& rs, rill::promise<std::uint64_t> out) {
+        auto acc = rs[0].read<std::uint64_t, 1>(fa);
+        std::uint64_t s = 0;
+        rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { s += acc[p]; });
+        out.put(s);
+      },
+      {rill::req(r, {fa.id}, rill::privilege::read_only)}, sum);
+  return sum.get_future().get();
+}
+
 TEST_P(sub_launches, a_parent_ends_after_its_sub_launches_with_their_writes) {
   run_checked(GetParam(), [] {
     const rill::region root = rill::region::create(rill::rect<1>{0, points - 1}, ab);
@@ -286,16 +300,7 @@ TEST_P(sub_launches, a_parent_ends_after_its_sub_launches_with_their_writes) {
     // Its sub-launches wait for the gate, so it has not ended.
     expect(!parent.has_triggered(), "a parent ended before its sub-launches");
     gate.trigger();
-    rill::promise<std::uint64_t> sum;
-    rill::launch(
-        [](const rill::physical_regions& rs, rill::promise<std::uint64_t> out) {
-          auto acc = rs[0].read<std::uint64_t, 1>(fa);
-          std::uint64_t s = 0;
-          rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { s += acc[p]; });
-          out.put(s);
-        },
-        {rill::req(root, {fa.id}, rill::privilege::read_only)}, sum);
-    expect(sum.get_future().get() == (points / 2) * 10 + (points / 2) * 11, "the sub-launches' writes were lost");
+    expect(sum_of_fa(root) == (points / 2) * 10 + (points / 2) * 11, "the sub-launches' writes were lost");
     expect(poison_of(parent) == "no error", "the parent failed");
   });
 }
@@ -422,16 +427,7 @@ TEST_P(sub_launches, an_index_sub_launch_refused_at_a_later_point_runs_no_point)
     const std::string said = refusal.get_future().get();
     expect(says(said, "requirement 0 of a sub-launch") && says(said, "not within the launching task's regions"),
            "an index sub-launch beyond the parent: " + said);
-    rill::promise<std::uint64_t> sum;
-    rill::launch(
-        [](const rill::physical_regions& rs, rill::promise<std::uint64_t> out) {
-          auto acc = rs[0].read<std::uint64_t, 1>(fa);
-          std::uint64_t s = 0;
-          rs[0].reg.space<1>().for_each_point([&](const rill::point<1>& p) { s += acc[p]; });
-          out.put(s);
-        },
-        {rill::req(root, {fa.id}, rill::privilege::read_only)}, sum);
-    const std::uint64_t got = sum.get_future().get();
+    const std::uint64_t got = sum_of_fa(root);
     expect(got == static_cast<std::uint64_t>(points), "points of the refused launch ran: sum " + std::to_string(got));
   });
 }
