@@ -571,6 +571,12 @@ void launch_analysis::check_index_over(partition over, const std::vector<require
   }
 }
 
+void launch_analysis::check_place(const requirement& r, const region_node& node, const tree_state& tree,
+                                  const std::vector<field_id>& fields, std::size_t index, bool copy) {
+  if (ctx_->parent) check_within_parent(*ctx_->parent, r, node, fields, index, copy);
+  if (!tree.attachments.empty()) refuse_on_attached(tree, node, fields, r.priv, copy ? "rill::copy" : what);
+}
+
 event launch_analysis::plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
                                   const std::function<void(launch_plan&, std::size_t)>& spawn) {
   check_index_over(over, reqs, "rill::index_launch");
@@ -593,9 +599,7 @@ event launch_analysis::plan_index(partition over, const std::vector<requirement>
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       if (reqs[i].part.exists()) point_reqs[i].reg = reqs[i].part.subregion(c);
       const region_node& node = *path_to(point_reqs[i].reg).back();
-      if (ctx_->parent) check_within_parent(*ctx_->parent, point_reqs[i], node, fields[i], i, false);
-      if (const tree_state& tree = ctx_->trees[node.root]; !tree.attachments.empty())
-        refuse_on_attached(tree, node, fields[i], point_reqs[i].priv, what);
+      check_place(point_reqs[i], node, ctx_->trees[node.root], fields[i], i, false);
     }
   }
   merged_in_groups points;
@@ -618,11 +622,13 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
   if (remembered && remembered->known)
     if (std::optional<launch_plan> again = repeat(*remembered, after, travels)) return std::move(*again);
   small_vector<const region_path*> paths;
+  small_vector<tree_state*> trees;  // each requirement's
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     paths.push_back(&path_to(reqs[i].reg));
+    trees.push_back(&ctx_->trees[paths.back()->back()->root]);
     // (An index launch's points name regions of the same trees: their fields are checked once.)
     if (color <= 0) check_fields(reqs[i], *paths.back()->back(), fields[i]);
-    if (ctx_->parent) check_within_parent(*ctx_->parent, reqs[i], *paths.back()->back(), fields[i], i, copy);
+    check_place(reqs[i], *paths.back()->back(), *trees.back(), fields[i], i, copy);
   }
   const int rank = choose_rank(reqs, as_span(paths), fields, color);
   if (!travels && rank != rank_me())
@@ -633,11 +639,6 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
 
   launch_plan out{rank, event::none(), {}, spawn_event(rank), event::none()};
   small_vector<event> given_back{out.done};  // the task, then its writes back
-  small_vector<tree_state*> trees;           // each requirement's
-  for (const region_path* path : paths) trees.push_back(&ctx_->trees[path->back()->root]);
-  for (std::size_t i = 0; i < reqs.size(); ++i)
-    if (!trees[i]->attachments.empty())
-      refuse_on_attached(*trees[i], *paths[i]->back(), fields[i], reqs[i].priv, copy ? "rill::copy" : what);
   // What the analysis finds, to be remembered if it leaves the data where it is.
   launch_memo memo;
   bool remember = remembered != nullptr;

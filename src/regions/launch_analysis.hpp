@@ -93,6 +93,11 @@ class launch_analysis final : public rank_module {
   // privilege its parent task does not have.
   void check_within_parent(const launched_body& parent, const requirement& r, const region_node& node,
                            const std::vector<field_id>& fields, std::size_t index, bool copy);
+  // Refuses a point's requirement that its launching task does not hold (in a task), or that
+  // the tree's attachments forbid (refuse_on_attached); `copy`: a copy's. Every point is checked
+  // before it is planned -- an index launch's or copy's all before the first.
+  void check_place(const requirement& r, const region_node& node, const tree_state& tree,
+                   const std::vector<field_id>& fields, std::size_t index, bool copy);
   // Refuses an index launch or copy (`how`) over `over` when the handle is empty, or a
   // requirement names no region or partition, or a partition of fewer colors than `over`.
   static void check_index_over(partition over, const std::vector<requirement>& reqs, const char* how);

@@ -87,8 +87,7 @@ event launch_analysis::index_copy(partition over, const requirement& src, const 
   turn in_turn(*this);
   caller_context();
   const std::vector<std::vector<field_id>> fields = check_copy(src, dst, how);
-  // Each point's pair of requirements, all checked before any is planned. (The source is only
-  // read: attached or not, nothing refuses it.)
+  // Each point's pair of requirements, all checked before any is planned.
   std::vector<std::pair<requirement, requirement>> pairs;
   for (std::size_t c = 0; c < over.colors(); ++c) {
     requirement s = src, d = dst;
@@ -103,12 +102,8 @@ event launch_analysis::index_copy(partition over, const requirement& src, const 
     }
     check_pair(s, from, d, to, how);
     // (plan_point checks these too, but a point refused there would leave the earlier ones issued.)
-    if (ctx_->parent) {
-      check_within_parent(*ctx_->parent, s, from, fields[0], 0, true);
-      check_within_parent(*ctx_->parent, d, to, fields[1], 1, true);
-    }
-    if (const tree_state& tree = ctx_->trees[to.root]; !tree.attachments.empty())
-      refuse_on_attached(tree, to, fields[1], d.priv, how);
+    check_place(s, from, ctx_->trees[from.root], fields[0], 0, true);
+    check_place(d, to, ctx_->trees[to.root], fields[1], 1, true);
     pairs.emplace_back(std::move(s), std::move(d));
   }
   std::vector<event> points;
