@@ -5,7 +5,9 @@
 //
 //   rill       one copy per piece from the file attached as an instance into memory, issued in
 //              the random order all at once: the I/O queue takes them in its order
-//              (--rill:io-order: elevator sorts the backlog by offset, fifo keeps the random order).
+//              (--rill:io-order: elevator sorts the backlog by offset, fifo keeps the random order)
+//              and, under the elevator, fuses the reads of adjacent pieces waiting at once into
+//              one preadv (--rill:io-fuse; 0: each piece its own pread).
 //   sequential (peer) one thread reads the file front to back in pieces of the same size: the disk's best.
 //   random     (peer) one thread reads the pieces in the random order: what the order asked for costs.
 //
@@ -92,11 +94,13 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> order(pieces), in_turn(pieces);
   for (std::size_t p = 0; p < pieces; ++p) order[p] = in_turn[p] = p;
   std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
-  const char* policy = rt.options().io_ordering == rill::io_order::elevator ? "elevator" : "fifo";
+  const bool elevator = rt.options().io_ordering == rill::io_order::elevator;
+  const std::string policy =
+      elevator ? (rt.options().io_fuse_bytes > 0 ? "elevator" : "elevator_unfused") : std::string("fifo");
 
   const int code = rt.run([&] {
     std::vector<double> rill_s, sequential_s, random_s;
-    std::uint64_t seeks_back = 0;
+    std::uint64_t seeks_back = 0, calls = 0, fused = 0;
     bool same = true;
     const rill::rect<1> all{0, words - 1};
     auto [mem, made] = rill::instance::create(rill::memory::system(0), all, rill::field_space{word});
@@ -108,7 +112,7 @@ int main(int argc, char** argv) {
       auto [file, opened] = rill::attach_instance(rill::memory::external(0), all, rill::field_space{word},
                                                   rill::file_resource{path, rill::io_mode::read_only});
       opened.wait();
-      const std::uint64_t seeks_before = rill::io_counts_here().seeks_back;
+      const rill::io_counts before = rill::io_counts_here();
       const auto t0 = bench::clock::now();
       std::vector<rill::event> reads;
       reads.reserve(pieces);
@@ -119,7 +123,10 @@ int main(int argc, char** argv) {
       }
       rill::merge(reads).wait();
       rill_s.push_back(bench::seconds_since(t0));
-      seeks_back += rill::io_counts_here().seeks_back - seeks_before;
+      const rill::io_counts after = rill::io_counts_here();
+      seeks_back += after.seeks_back - before.seeks_back;
+      calls += after.reads - before.reads;
+      fused += after.fused - before.fused;
       file.destroy().wait();
       {
         rill::accessor<std::uint64_t, 1> w(mem, word);
@@ -136,10 +143,13 @@ int main(int argc, char** argv) {
     const nlohmann::json extra{{"pieces", pieces},
                                {"piece_kib", piece_kib},
                                {"file_mib", static_cast<double>(pieces * piece_bytes) / (1 << 20)},
-                               {"io_order", policy},
+                               {"io_order", elevator ? "elevator" : "fifo"},
                                {"io_threads", rt.options().io_threads},
-                               {"seeks_back_per_rep", static_cast<double>(seeks_back) / reps}};
-    const std::string name = std::string("random_order_reads_") + policy;
+                               {"io_fuse_bytes", rt.options().io_fuse_bytes},
+                               {"seeks_back_per_rep", static_cast<double>(seeks_back) / reps},
+                               {"read_calls_per_rep", static_cast<double>(calls) / reps},
+                               {"fused_per_rep", static_cast<double>(fused) / reps}};
+    const std::string name = "random_order_reads_" + policy;
     bench::emit_ms("IOQ", name + "_vs_sequential", "time to read every piece", rill_s, "one thread, in file order",
                    sequential_s, extra);
     bench::emit_ms("IOQ", name + "_vs_random", "time to read every piece", rill_s, "one thread, in the random order",

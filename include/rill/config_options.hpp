@@ -114,7 +114,11 @@
   X(data, "io-direct", io_direct_bytes, std::size_t, 0, bytes(0, std::size_t{1} << 40), "never", per_rank,            \
     "reads and writes of a raw file of at least this many bytes bypass the page cache (O_DIRECT), where the file "    \
     "system allows it and the bytes are aligned as it asks: the disk moves them straight to or from the instance, "   \
-    "no core copies them, but without the cache's read-ahead and write-behind (0: never; see docs/external.md)")
+    "no core copies them, but without the cache's read-ahead and write-behind (0: never; see docs/external.md)")     \
+  X(data, "io-fuse", io_fuse_bytes, std::size_t, std::size_t{16} << 20, bytes(0, std::size_t{1} << 30), from_config,  \
+    per_rank,                                                                                                         \
+    "under the elevator, reads (or writes) of adjacent ranges of one raw file that wait at once are fused into one "  \
+    "system call of at most this many bytes (preadv/pwritev; 0: never)")
 
 #define RILL_REGIONS_OPTIONS(X)                                                                                       \
   X(regions, "instance-budget", instance_budget, std::size_t, 0, bytes(0, std::size_t{1} << 50), "no budget",         \

@@ -206,6 +206,8 @@ struct io_counts {
   std::uint64_t most_running = 0;  // the most reads and writes of one device that ran at once
   std::uint64_t bytes_direct = 0;  // of bytes_read and bytes_written, those that bypassed the page
                                    //   cache (--rill:io-direct)
+  std::uint64_t fused = 0;         // reads and writes done in the system call of another, next to
+                                   //   them in the same file (--rill:io-fuse): not in reads, writes
 };
 io_counts io_counts_here();
 

@@ -67,6 +67,22 @@ io_place io_place_of(instance ext, const std::vector<field_id>& fields, const tr
   return where;
 }
 
+// The I/O of a copy between a memory instance and a resource on this rank as a run the I/O queue
+// may fuse with others (io_queue.hpp): one field over one rect, dense in memory and one range of
+// the resource; none for any other.
+std::shared_ptr<io_run> run_between(const instance_record& s, const std::vector<const field_placement*>& sf,
+                                    const instance_record& d, const std::vector<const field_placement*>& df,
+                                    const index_space<3>& domain) {
+  const bool writing = d.external != nullptr;
+  if (writing == (s.external != nullptr) || sf.size() != 1 || domain.rects().size() != 1) return {};
+  const rect<3>& r = domain.rects().front();
+  const storage memory = storage_of(writing ? s : d);
+  const field_placement& in_memory = *(writing ? sf : df).front();
+  if (in_memory.opaque || !contiguous(memory, in_memory, r)) return {};
+  return run_of(writing ? *d.external : *s.external, *(writing ? df : sf).front(), r, field_at(memory, in_memory, r.lo),
+                writing);
+}
+
 // At the source's rank: checks the whole transfer, then moves it into the destination's storage
 // when this rank can address it, or sends the points piece by piece.
 void move_from_source(instance src, instance dst, const transfer& t, const destination_info& to, event done) {
@@ -159,6 +175,20 @@ void start_at_destination(instance src, instance dst, const transfer& t, event d
   check_inside(domain, d->space, "destination", dst, t);
   if (s->external || d->external) {
     // (The records hold the fields' placements and the storage while the I/O waits its turn.)
+    if (std::shared_ptr<io_run> run = run_between(*s, sf, *d, df, domain)) {
+      const std::size_t bytes = domain.volume() * sf.front()->bytes;
+      on_io(
+          run->where,
+          [s, d, t, done, run, bytes, rank = here.id()] {
+            auto finish = [&] {
+              if (run->failure) std::rethrow_exception(run->failure);
+              end_transfer_span(run->started, t, bytes, rank);
+            };
+            if (run_guarded(done, finish)) event_trigger(done);
+          },
+          run);
+      return;
+    }
     on_io(io_place_of(s->external ? src : dst, s->external ? t.src_fields : t.dst_fields, t),
           [s, d, df, sf, domain, t, done, rank = here.id()] {
             auto move = [&] {

@@ -46,7 +46,7 @@ data_module::data_module(int rank, const rill::machine& machine, global_module& 
       global_(global),
       system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))),
       registered_capacity_(static_cast<std::size_t>(machine.capacity(memory::registered(rank)))),
-      io_work_(cfg.io_ordering, cfg.io_depth, io_),
+      io_work_(cfg.io_ordering, cfg.io_depth, cfg.io_fuse_bytes, io_),
       direct_io_bytes_(cfg.io_direct_bytes) {}
 
 std::uint64_t data_module::next_instance_id() {

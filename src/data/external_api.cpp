@@ -141,8 +141,9 @@ event external_close(instance ext, event after) {
 io_counts io_counts_here() {
   const detail::io_counters& c = detail::data_here("rill::io_counts_here").io();
   const auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {get(c.attached), get(c.reads),     get(c.writes),     get(c.bytes_read),   get(c.bytes_written),
-          get(c.syncs),    get(c.scheduled), get(c.seeks_back), get(c.most_running), get(c.bytes_direct)};
+  return {get(c.attached),      get(c.reads),        get(c.writes),    get(c.bytes_read),
+          get(c.bytes_written), get(c.syncs),        get(c.scheduled), get(c.seeks_back),
+          get(c.most_running),  get(c.bytes_direct), get(c.fused)};
 }
 
 }  // namespace rill

@@ -2,10 +2,14 @@
 // place of memory. Every call may block in the kernel, so only I/O threads make them, in the order
 // of the rank's I/O queue (io_queue.hpp).
 #pragma once
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <stdexcept>
 #include <string>
 
 #include "data/instance_layout.hpp"
@@ -21,6 +25,7 @@ struct io_counters {
   // before them on their device ended in the same file, and the most running on one device.
   std::atomic<std::uint64_t> scheduled{0}, seeks_back{0}, most_running{0};
   std::atomic<std::uint64_t> bytes_direct{0};  // moved by direct I/O (file_store.cpp)
+  std::atomic<std::uint64_t> fused{0};         // operations whose I/O another's call did (io_queue.cpp)
   // One operation that moved `bytes`.
   void count(bool writing, std::uint64_t bytes) {
     (writing ? writes : reads).fetch_add(1, std::memory_order_relaxed);
@@ -48,6 +53,16 @@ class external_store {
   // Whether the resource can tell (snapshot, unchanged_since): objects in memory cannot, and
   // are then read afresh by each refresh, and written back by a release without a check.
   virtual bool tracks_changes() const { return true; }
+  // Whether field f's elements at r's points are one range of the resource, in index-space order,
+  // that move_ranges can move -- a transfer the I/O queue may then fuse with others next to it in
+  // the file (io_queue.hpp). A raw file's can be; a library's (HDF5, SQLite) cannot.
+  virtual bool fusable(const field_placement& /*f*/, const rect<3>& /*r*/) const { return false; }
+  // Moves the consecutive ranges of the resource from byte `at` on to or from `runs` (memory as
+  // long as each), in one system call where it can; throws as read and write do. Only for ranges
+  // fusable says are.
+  virtual void move_ranges(std::uint64_t /*at*/, std::span<const ::iovec> /*runs*/, bool /*writing*/) {
+    throw std::logic_error(name() + ": asked to move ranges it did not say it could");
+  }
   // Where moving field f's elements at r's points does its I/O (io_queue.hpp): the device and
   // file, and the bytes of it (those from the first point's on, for a resource that cannot say
   // where in its file they lie). Objects in memory are on no device.
@@ -56,6 +71,13 @@ class external_store {
   virtual const std::string& name() const = 0;
   virtual io_mode mode() const = 0;
 };
+
+// The I/O of moving field f's elements at r's points between `store` and dense `memory`, as a run
+// the rank's I/O queue does itself and may fuse with others (io_queue.hpp); none when the store
+// cannot move them as one range, or the queue would not fuse it with anything (fusion off, or the
+// range alone as long as a fused call may be).
+std::shared_ptr<io_run> run_of(external_store& store, const field_placement& f, const rect<3>& r, std::byte* memory,
+                               bool writing);
 
 // Opens the resource for an instance of `dims` dimensions whose layout is `placement` over
 // `bounds`, checking it against them; throws rill::misuse_error naming the resource and what is

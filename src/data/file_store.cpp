@@ -1,18 +1,24 @@
 // A raw file as an external instance's data (rill::file_resource): the instance's layout as bytes
-// from offset 0, read and written with pread/pwrite. A write_discard file is built under a
-// temporary name in the same directory and renamed over the path once synced, so that the path
-// always names a whole file: the old one until the rename, the new one after. Large transfers go
-// through a second descriptor opened O_DIRECT (--rill:io-direct), bypassing the page cache.
+// from offset 0, read and written with pread/pwrite (preadv/pwritev for ranges the I/O queue
+// fused, io_queue.hpp). A write_discard file is built under a temporary name in the same
+// directory and renamed over the path once synced, so that the path always names a whole file:
+// the old one until the rename, the new one after. Large transfers go through a second descriptor
+// opened O_DIRECT (--rill:io-direct), bypassing the page cache.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -83,6 +89,24 @@ class file_store final : public file_backed_store {
     check_writable(mode_, name_);
     move(f, r, const_cast<std::byte*>(in), true);
     written_ = true;
+  }
+
+  bool fusable(const field_placement& f, const rect<3>& r) const override {
+    // (One that may go direct stays alone: fused calls go through the page cache.)
+    return one_range(f, bounds_, r) && (direct_fd_ < 0 || r.volume() * f.bytes < direct_min_);
+  }
+
+  void move_ranges(std::uint64_t at, std::span<const ::iovec> runs, bool writing) override {
+    if (fd_ < 0) fail("is closed (its instance was destroyed)");
+    if (writing) check_writable(mode_, name_);
+    std::shared_lock shared(writes_, std::defer_lock);
+    if (writing) shared.lock();
+    std::vector<::iovec> left(runs.begin(), runs.end());
+    std::size_t bytes = 0;
+    for (const ::iovec& v : left) bytes += v.iov_len;
+    move_runs(fd_, left, at, writing);
+    counters_.count(writing, bytes);
+    if (writing) written_ = true;
   }
 
   void close() override {
@@ -234,13 +258,23 @@ class file_store final : public file_backed_store {
     if (direct > 0) counters_.bytes_direct.fetch_add(direct, std::memory_order_relaxed);
   }
 
-  // Moves `bytes` with pread/pwrite on fd; returns how many went direct. A direct transfer the
-  // kernel refuses part-way (a short one left the rest unaligned) ends through the cache.
+  // Moves `bytes` with pread/pwrite on fd; returns how many went direct.
   std::size_t move_bytes(int fd, std::byte* buf, std::size_t bytes, std::uint64_t at, bool writing) {
-    std::size_t done = 0, direct = 0;
-    while (done < bytes) {
-      const ssize_t n = writing ? ::pwrite(fd, buf + done, bytes - done, static_cast<off_t>(at + done))
-                                : ::pread(fd, buf + done, bytes - done, static_cast<off_t>(at + done));
+    ::iovec one{buf, bytes};
+    return move_runs(fd, std::span(&one, 1), at, writing);
+  }
+
+  // Moves the runs' bytes between memory and the file from `at` on with preadv/pwritev on fd
+  // (the runs left as a short call left them); returns how many went direct. A direct transfer
+  // the kernel refuses part-way (a short one left the rest unaligned) ends through the cache.
+  std::size_t move_runs(int fd, std::span<::iovec> runs, std::uint64_t at, bool writing) {
+    std::size_t bytes = 0, done = 0, direct = 0;
+    for (const ::iovec& v : runs) bytes += v.iov_len;
+    for (std::size_t first = 0; done < bytes;) {
+      const int count = static_cast<int>(std::min<std::size_t>(runs.size() - first, IOV_MAX));
+      const auto from = static_cast<off_t>(at + done);
+      const ssize_t n =
+          writing ? ::pwritev(fd, runs.data() + first, count, from) : ::preadv(fd, runs.data() + first, count, from);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EINVAL && fd == direct_fd_) {
         fd = fd_;
@@ -252,6 +286,14 @@ class file_store final : public file_backed_store {
       if (n == 0) fail(fmt::format("ended at offset {} (shortened by another program?)", at + done));
       done += static_cast<std::size_t>(n);
       if (fd == direct_fd_) direct += static_cast<std::size_t>(n);
+      // Past what the call moved: whole runs, then into the one it ended in.
+      for (auto k = static_cast<std::size_t>(n); k > 0;) {
+        const std::size_t step = std::min(k, runs[first].iov_len);
+        runs[first].iov_base = static_cast<std::byte*>(runs[first].iov_base) + step;
+        runs[first].iov_len -= step;
+        k -= step;
+        if (runs[first].iov_len == 0) ++first;
+      }
     }
     return direct;
   }
@@ -261,7 +303,7 @@ class file_store final : public file_backed_store {
   int fd_ = -1;
   int direct_fd_ = -1;  // the file again, O_DIRECT (-1: none)
   std::uint64_t memory_align_ = 0, offset_align_ = 0;
-  bool written_ = false;
+  std::atomic<bool> written_{false};  // (set by I/O threads writing at once)
   std::shared_mutex writes_;
   static thread_local std::vector<std::byte> range_;  // through_range's, per I/O thread
 };

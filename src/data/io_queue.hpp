@@ -10,12 +10,20 @@
 //    circular scan), so that a backlog of pieces of a file is written front to back, as one
 //    sequential stream, whatever order their copies became ready in;
 //  - work that touches no device (opening a resource, checking its version, objects in memory)
-//    first, as it came: it is short, and the device work often waits on it.
+//    first, as it came: it is short, and the device work often waits on it;
+//  - under the elevator, the I/O of operations that say what it is (io_run) fused: the one taken
+//    and those waiting that continue it -- the next range of the same file, in the same direction
+//    -- moved in one system call of at most --rill:io-fuse bytes (Iris §IV-A: deferred I/O lets
+//    the runtime fuse concurrent operations), then each operation completed.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "rill/config.hpp"
 #include "rill/detail/task_record.hpp"
@@ -23,6 +31,7 @@
 namespace rill::detail {
 
 struct io_counters;
+class external_store;
 
 // Where an operation does its I/O: device 0 is none.
 struct io_place {
@@ -31,21 +40,41 @@ struct io_place {
   std::uint64_t begin = 0, end = 0;  // the byte range of the file it touches (end: one past)
 };
 
+// The I/O of an operation that the queue does itself, so that it may fuse it with others: the
+// range `where` of `store`, moved to or from `memory` (as many bytes, dense). The queue moves it
+// before it runs the operation, which then completes the transfer: `failure` is what the I/O
+// threw, if it failed, and `started` when it began (trace's clock). (external_store.hpp's run_of
+// makes one.)
+struct io_run {
+  io_place where;
+  external_store* store = nullptr;
+  bool writing = false;
+  std::byte* memory = nullptr;
+  std::exception_ptr failure;
+  std::uint64_t started = 0;
+};
+
 class io_queue {
  public:
-  // depth 0: as many as there are I/O threads.
-  io_queue(io_order order, int depth, io_counters& counters) : order_(order), depth_(depth), counters_(counters) {}
+  // depth 0: as many as there are I/O threads; fuse_bytes 0: no fusion.
+  io_queue(io_order order, int depth, std::size_t fuse_bytes, io_counters& counters)
+      : order_(order), depth_(depth), fuse_bytes_(fuse_bytes), counters_(counters) {}
   io_queue(const io_queue&) = delete;
   io_queue& operator=(const io_queue&) = delete;
   ~io_queue();
 
-  // Queues op to run on an I/O thread of the calling rank, and wakes one.
-  void push(const io_place& where, task_record* op);
+  // Queues op to run on an I/O thread of the calling rank, and wakes one; with `run` (whose place
+  // is `where`), after the queue has done op's I/O.
+  void push(const io_place& where, task_record* op, std::shared_ptr<io_run> run = {});
+  // Whether it fuses runs, and how many bytes one call may move.
+  bool fuses() const { return order_ == io_order::elevator && fuse_bytes_ > 0; }
+  std::size_t fuse_bytes() const { return fuse_bytes_; }
 
  private:
   struct waiting {
     task_record* op;
     io_place where;
+    std::shared_ptr<io_run> run;
   };
   // (resource, offset, arrival) under the elevator; (0, 0, arrival) as they came.
   using key = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;
@@ -57,11 +86,17 @@ class io_queue {
 
   // What an I/O thread does for each push: runs what may run, until nothing may.
   void drain();
-  // Under lock_: the next operation to run, counted as running; false when none may run now.
-  bool take(waiting& next);
+  // Under lock_: the next operation to run, counted as running, with the waiting ones whose I/O
+  // it fuses into its own (after it, in the file's order); false when none may run now.
+  bool take(std::vector<waiting>& batch);
+  // Under lock_: moves into `batch` the operations waiting in q whose I/O continues its last's.
+  void fuse_onto(device_queue& q, std::vector<waiting>& batch);
+  // The batch's runs moved in one call; if it fails, each alone.
+  void move_batch(std::vector<waiting>& batch);
 
   const io_order order_;
   const int depth_;
+  const std::size_t fuse_bytes_;
   io_counters& counters_;
   std::mutex lock_;
   std::map<std::uint64_t, device_queue> devices_;

@@ -4,6 +4,7 @@
 // is complete, on whichever rank that is. There, one that touches a resource finds where it reads
 // or writes, and queues that I/O at its place in the rank's I/O queue (io_queue.hpp).
 #pragma once
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -24,12 +25,13 @@ void on_channel(F&& fn) {
 }
 // Queues t for an I/O thread of the calling rank, in its I/O queue (io_queue.hpp): at `where`,
 // or (queue_io_anywhere) on no device.
-void queue_io(const io_place& where, task_record* t);
+void queue_io(const io_place& where, task_record* t, std::shared_ptr<io_run> run = {});
 void queue_io_anywhere(task_record* t);
-// Runs fn() on an I/O thread of the calling rank, taken in the I/O queue's order for `where`.
+// Runs fn() on an I/O thread of the calling rank, taken in the I/O queue's order for `where`;
+// with `run`, once the queue has done the I/O it describes (fn completes the transfer).
 template <class F>
-void on_io(const io_place& where, F&& fn) {
-  queue_io(where, make_task(std::forward<F>(fn)));
+void on_io(const io_place& where, F&& fn, std::shared_ptr<io_run> run = {}) {
+  queue_io(where, make_task(std::forward<F>(fn)), std::move(run));
 }
 
 // On the calling rank: once `pre` has triggered, fn(args..., done) on a thread Submit queues for

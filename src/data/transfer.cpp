@@ -277,9 +277,31 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
                                      bytes.size(), points_in(rects)));
     if (rec->external) {
       // Written by an I/O thread, from a copy of the message's bytes (they are the handler's).
+      std::vector<std::byte> in(bytes.begin(), bytes.end());
+      std::shared_ptr<io_run> run;
+      if (f.size() == 1 && rects.size() == 1 && !serialized &&
+          bytes.size() == rects.front().volume() * f.front()->bytes)
+        run = run_of(*rec->external, *f.front(), rects.front(), in.data(), true);
+      if (run) {
+        // One range of a file: the I/O queue writes it, perhaps in one call with the pieces beside
+        // it. (The closure holds the resource and the bytes.)
+        on_io(
+            run->where,
+            [rec, run, t, total, done, &here, in = std::move(in)] {
+              std::string failed;
+              try {
+                if (run->failure) std::rethrow_exception(run->failure);
+              } catch (const std::exception& e) {
+                failed = e.what();
+              }
+              count_piece(here, t, total, done, failed);
+            },
+            run);
+        return;
+      }
       io_place where = rec->external->place(*f.front(), rects.empty() ? rect<3>{} : rects.front());
-      where.end = where.begin + bytes.size();
-      on_io(where, [=, &here, in = std::vector<std::byte>(bytes.begin(), bytes.end())] {
+      where.end = where.begin + in.size();
+      on_io(where, [=, &here, in = std::move(in)] {
         std::string failed;
         try {
           unpack_into_store(*rec->external, f, rects, in.data(), in.data() + in.size());

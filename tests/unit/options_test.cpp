@@ -57,7 +57,8 @@ const char* const all_names[] = {"ranks",
                                  "write-after-read",
                                  "io-order",
                                  "io-depth",
-                                 "io-direct"};
+                                 "io-direct",
+                                 "io-fuse"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -337,16 +338,21 @@ TEST_F(Options, IoQueue) {
   EXPECT_EQ(defaults.cfg.io_ordering, rill::io_order::elevator);
   EXPECT_EQ(defaults.cfg.io_depth, 0);
   EXPECT_EQ(defaults.cfg.io_direct_bytes, 0u);
-  args a{"prog", "--rill:io-order=fifo", "--rill:io-depth=2", "--rill:io-direct=1MiB"};
+  EXPECT_EQ(defaults.cfg.io_fuse_bytes, std::size_t{16} << 20);
+  args a{"prog", "--rill:io-order=fifo", "--rill:io-depth=2", "--rill:io-direct=1MiB", "--rill:io-fuse=64K"};
   const parsed_options set = parse(a);
   EXPECT_EQ(set.cfg.io_ordering, rill::io_order::fifo);
   EXPECT_EQ(set.cfg.io_depth, 2);
   EXPECT_EQ(set.cfg.io_direct_bytes, std::size_t{1} << 20);
-  args off{"prog", "--rill:io-direct=0"};
-  EXPECT_EQ(parse(off).cfg.io_direct_bytes, 0u);
+  EXPECT_EQ(set.cfg.io_fuse_bytes, std::size_t{64} << 10);
+  args off{"prog", "--rill:io-direct=0", "--rill:io-fuse=0"};
+  const parsed_options none = parse(off);
+  EXPECT_EQ(none.cfg.io_direct_bytes, 0u);
+  EXPECT_EQ(none.cfg.io_fuse_bytes, 0u);
   expect_usage_error("--rill:io-order=shortest-first", "io-order");
   expect_usage_error("--rill:io-depth=-1", "io-depth");
   expect_usage_error("--rill:io-direct=lots", "io-direct");
+  expect_usage_error("--rill:io-fuse=2G", "io-fuse");
 }
 
 TEST_F(Options, GasTranslationCache) {
