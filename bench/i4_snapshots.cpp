@@ -19,6 +19,10 @@
 //   mpiio     the stencil's bulk-synchronous MPI version (stencil_mpi.cpp); after every k-th step
 //             every rank writes its rows with MPI_File_open, MPI_File_write_at_all, MPI_File_sync
 //             and MPI_File_close: an MPI code's usual checkpoint.
+//   attached_parts (I/O-bound runs only) as attached, but the snapshot file is made at its size
+//             (posix_fallocate) and each rank's strips attached read_write on that rank, its part
+//             of the file (rill::attach_options::within), so that every rank writes its own
+//             strips, as MPI-IO's ranks do; no temporary file renamed into place.
 // and without snapshots (the Rill stencil, and the MPI one). A snapshot is a new file,
 // <variant>-<n>.bin, the grid row after row: the same bytes in all three (an attached region's file
 // holds its instance's layout, dimension 0, x, fastest). A run's files are deleted after it, outside
@@ -47,6 +51,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -72,13 +77,16 @@ using namespace stencil;
 constexpr rill::field<double> saved{3};  // the field of the attached variant's snapshot regions
 constexpr int in_memory = 2;             // the attached variant's snapshot regions, used in turn
 
-enum class variant { blocking, attached, mpiio };
+// (parts: in the I/O-bound runs only.)
+enum class variant { blocking, attached, mpiio, parts };
 constexpr variant variants[] = {variant::blocking, variant::attached, variant::mpiio};
+constexpr variant io_variants[] = {variant::blocking, variant::attached, variant::mpiio, variant::parts};
 const char* name_of(variant v) {
   switch (v) {
     case variant::blocking: return "blocking";
     case variant::attached: return "attached";
     case variant::mpiio: return "mpiio";
+    case variant::parts: return "attached_parts";
   }
   return "?";
 }
@@ -141,18 +149,24 @@ void sync_snapshot(int n) {
 
 // A region the attached variant copies a snapshot into, cut into the grid's strips (so that each
 // strip's copy runs where the strip is).
+// (by_rank: the strips each rank computes -- strip p on rank p % ranks, the default mapper's first
+// choice, kept since: its data is there -- as the attached_parts variant attaches them.)
 struct snapshot_region {
   rill::region root;
-  rill::partition strips;
+  rill::partition strips, by_rank;
 };
 
 snapshot_region make_snapshot_region(const params& prm) {
   snapshot_region r;
   r.root = rill::region::create(rill::rect<2>{{0, 0}, {prm.width - 1, prm.height - 1}}, rill::field_space{saved});
-  std::vector<rill::index_space<2>> strips;
-  for (int p = 0; p < prm.pieces; ++p)
+  std::vector<rill::index_space<2>> strips, by_rank(static_cast<std::size_t>(rill::rank_n()));
+  for (int p = 0; p < prm.pieces; ++p) {
     strips.emplace_back(rill::rect<2>{{0, first_row(prm, p)}, {prm.width - 1, first_row(prm, p + 1) - 1}});
+    auto& mine = by_rank[static_cast<std::size_t>(p % rill::rank_n())];
+    mine = mine.unite(strips.back());
+  }
   r.strips = rill::partition_by_subspaces(r.root, strips);
+  r.by_rank = rill::partition_by_subspaces(r.root, by_rank);
   return r;
 }
 
@@ -178,6 +192,26 @@ double run_rill(const params& prm, const grid_regions& g, const std::vector<snap
       rill::index_copy(g.strips, rill::req(g.strips, {output_of(s).id}, privilege::read_only),
                        rill::req(to.strips, {saved.id}, privilege::write_discard));
       return rill::detach(to.root);
+    };
+  else if (k > 0 && v == variant::parts)
+    hook = [&](int s) -> rill::event {
+      if ((s + 1) % k) return rill::event::none();
+      const int n = (s + 1) / k;
+      const snapshot_region& to = pool[static_cast<std::size_t>(n % in_memory)];
+      const std::string path = snapshot_path(v, n);
+      // Room for every byte first, as a write_discard attach makes it.
+      with_file(path, "sizing",
+                [&](int fd) { return ::posix_fallocate(fd, 0, static_cast<off_t>(grid_bytes(prm))) == 0; });
+      // Each rank's strips attached on it, their part of the file, which it writes.
+      const auto ranks = static_cast<std::size_t>(rill::rank_n());
+      for (std::size_t k = 0; k < ranks; ++k)
+        rill::attach(to.by_rank.subregion(k), {saved.id}, rill::file_resource{path, rill::io_mode::read_write},
+                     rill::event::none(), {.rank = static_cast<int>(k), .within = to.root});
+      rill::index_copy(g.strips, rill::req(g.strips, {output_of(s).id}, privilege::read_only),
+                       rill::req(to.strips, {saved.id}, privilege::write_discard));
+      std::vector<rill::event> detached;
+      for (std::size_t k = 0; k < ranks; ++k) detached.push_back(rill::detach(to.by_rank.subregion(k)));
+      return rill::merge(detached);
     };
   return run_regions(prm, g, values, hook) * prm.steps;
 }
@@ -391,8 +425,8 @@ int main(int argc, char** argv) {
             check(v, prm, k, values);
           }
         }
-        for (int i = 0; i < 2; ++i) {
-          const variant v = (i + rep) % 2 ? variant::attached : variant::blocking;
+        for (int i = 0; i < 3; ++i) {
+          const variant v = std::array{variant::blocking, variant::attached, variant::parts}[(i + rep) % 3];
           io_total[v].push_back(run_rill(io_bound, g, pool, v, 1, values));
           check(v, io_bound, 1, values);
         }
@@ -411,6 +445,8 @@ int main(int argc, char** argv) {
         for (int k : intervals) line += fmt::format(" {}: {:.0f}", k, total[v][k].back() * 1e3);
         line += fmt::format(", every step: {:.0f} MB/s", static_cast<double>(io_bytes) / io_total[v].back() / 1e6);
       }
+      line += fmt::format("; {} every step: {:.0f} MB/s", name_of(variant::parts),
+                          static_cast<double>(io_bytes) / io_total[variant::parts].back() / 1e6);
       bench::progress("{}", line);
     }
   }
@@ -480,7 +516,7 @@ int main(int argc, char** argv) {
     io_extra["io_steps"] = io_steps;
     io_extra["mib_written"] = io_bytes >> 20;
     emit("dd sequential write" + where, "write bandwidth (dd bs=1M conv=fdatasync)", "MB/s", true, dd_mb, io_extra);
-    for (variant v : variants) {
+    for (variant v : io_variants) {
       times mb;
       for (double t : io_total[v]) mb.push_back(static_cast<double>(io_bytes) / t / 1e6);
       nlohmann::json extra = io_extra;

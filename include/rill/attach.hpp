@@ -8,6 +8,11 @@
 //   rill::release(grid);                 // what the steps wrote goes to the file
 //   rill::detach(grid).wait();           // synced: the file holds it
 //
+// Or each strip attached on its own rank, to its part of one file of the whole grid:
+//
+//   rill::attach(strips.subregion(i), {temperature.id}, rill::file_resource{"t.bin", rill::io_mode::read_write},
+//                rill::event::none(), {.rank = owner(i), .within = grid});
+//
 // Each call is issued in program order with the launches of the calling rank (the issuer of the
 // tree's launches, outside launched tasks), returns at once, and returns an event. See
 // docs/external.md.
@@ -24,6 +29,12 @@ namespace rill {
 struct attach_options {
   int rank = -1;                        // whose I/O threads reach the resource (-1: the calling rank)
   rill::layout layout = layout::soa();  // of the fields in a file (rill/external.hpp)
+  // The region whose points the resource holds, when the attached region is a part of it (none:
+  // the attached region itself): the resource is laid out as for `within`, and the attached
+  // points are read and written at their place in it. Disjoint parts of one region may then be
+  // attached to one raw file at once, read_write, each on the rank that computes on it: every
+  // rank reads and writes its own part of the file, none of it crossing ranks.
+  region within{};
 };
 
 // Makes the resource the only valid instance of `fields` of region r's points: instances in

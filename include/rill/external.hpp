@@ -158,8 +158,10 @@ struct opaque_resource {
 using external_resource = std::variant<file_resource, hdf5_resource, sqlite_resource, opaque_resource>;
 
 namespace detail {
-created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,
-                               const external_resource& r, const layout& l, event after);
+// (bounds: of the layout the resource holds, around space: larger for a part of a region,
+// rill/attach.hpp's attach_options::within.)
+created_instance attach_padded(memory m, int dims, const index_space<3>& space, const rect<3>& bounds,
+                               const field_space& fields, const external_resource& r, const layout& l, event after);
 // How attached regions (rill/attach.hpp) learn whether a resource changed behind their back: on
 // the resource's rank, once `after` has triggered, its state is remembered under `slot`
 // (snapshot); `fields` of `over` are copied from it into dst unless it is still as at `slot`
@@ -182,7 +184,8 @@ template <int N>
 created_instance attach_instance(memory m, const index_space<N>& space, const field_space& fields,
                                  const external_resource& r, const layout& l = layout::soa(),
                                  event after = event::none()) {
-  return detail::attach_padded(m, N, padded_to_3d(space), fields, r, l, after);
+  const index_space<3> padded = padded_to_3d(space);
+  return detail::attach_padded(m, N, padded, padded.bounds(), fields, r, l, after);
 }
 template <int N>
 created_instance attach_instance(memory m, const rect<N>& space, const field_space& fields, const external_resource& r,

@@ -39,8 +39,8 @@ void check_opaque_fields(const field_space& fields, const external_resource& r, 
                     what, rank_me(), m.owner()));
 }
 
-created_instance attach_padded(memory m, int dims, const index_space<3>& space, const field_space& fields,
-                               const external_resource& r, const layout& l, event after) {
+created_instance attach_padded(memory m, int dims, const index_space<3>& space, const rect<3>& bounds,
+                               const field_space& fields, const external_resource& r, const layout& l, event after) {
   constexpr const char* what = "rill::attach_instance";
   data_module& here = data_here(what);
   if (m.kind() != memory_kind::external || m.owner() < 0 || m.owner() >= rank_n())
@@ -49,32 +49,34 @@ created_instance attach_padded(memory m, int dims, const index_space<3>& space, 
                     "(rill::memory::external(rank), rank < {})",
                     what, rank_n()));
   if (fields.fields().empty()) throw misuse_error(fmt::format("{}: the field space has no fields", what));
-  (void)lay_out(dims, space.bounds(), fields, l);  // a layout that does not fit is said here
+  if (!bounds.contains(space.bounds()))
+    throw misuse_error(fmt::format("{}: the instance's points lie outside the bounds of the resource's layout", what));
+  (void)lay_out(dims, bounds, fields, l);  // a layout that does not fit is said here
   check_opaque_fields(fields, r, m, what);
   const instance inst = instance_maker::make(m, dims, here.next_instance_id());
   const event ready = io_started_at(
       m.owner(), after,
-      [](instance i, const index_space<3>& s, const field_space& f, const layout& lay, const external_resource& res,
-         event done) {
+      [](instance i, const index_space<3>& s, const rect<3>& b, const field_space& f, const layout& lay,
+         const external_resource& res, event done) {
         data_module& at = data_here("rill::attach_instance");
-        instance_layout placement = lay_out(i.dimensions(), s.bounds(), f, lay);
+        instance_layout placement = lay_out(i.dimensions(), b, f, lay);
         std::shared_ptr<external_store> store = std::visit(
             [&](const auto& kind) -> std::shared_ptr<external_store> {
               using kind_t = std::decay_t<decltype(kind)>;
               if constexpr (std::is_same_v<kind_t, file_resource>)
-                return open_file_store(kind, placement, s.bounds(), at.io(), at.direct_io_bytes());
+                return open_file_store(kind, placement, b, at.io(), at.direct_io_bytes());
               else if constexpr (std::is_same_v<kind_t, hdf5_resource>)
-                return open_hdf5_store(kind, placement, s.bounds(), i.dimensions(), at.io());
+                return open_hdf5_store(kind, placement, b, i.dimensions(), at.io());
               else if constexpr (std::is_same_v<kind_t, sqlite_resource>)
-                return open_sqlite_store(kind, placement, s.bounds(), i.dimensions(), at.io());
+                return open_sqlite_store(kind, placement, b, i.dimensions(), at.io());
               else
-                return open_opaque_store(kind, placement, s.bounds(), i.dimensions(), at.io());
+                return open_opaque_store(kind, placement, b, i.dimensions(), at.io());
             },
             res);
         at.attach(i, s, f, std::move(placement), std::move(store));
         event_trigger(done);
       },
-      inst, space, fields, l, r);
+      inst, space, bounds, fields, l, r);
   return {inst, ready};
 }
 

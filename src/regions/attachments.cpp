@@ -31,6 +31,9 @@ const attachment* attached_over(const tree_state& tree, const index_space<3>& sp
   return nullptr;
 }
 
+// A snapshot slot never remembered: a refresh against it always copies.
+constexpr std::uint64_t no_slot = 0;
+
 // Instance `to` refreshed from the attachment's resource at `over` for field f (copied only if
 // the resource changed since the state its mirrors hold), after `pre`: valid there from then on.
 event refresh_into(tree_state& tree, const attachment& a, std::size_t to, field_id f, const index_space<3>& over,
@@ -38,7 +41,7 @@ event refresh_into(tree_state& tree, const attachment& a, std::size_t to, field_
   tracked_instance& ext = tree.instances[a.ext];
   valid_points& mine = tree.instances[to].valid[f];
   const event refreshed = external_refresh(
-      ext.inst, tree.instances[to].inst, {f}, over, dims, a.slot,
+      ext.inst, tree.instances[to].inst, {f}, over, dims, a.part ? no_slot : a.slot,
       merge(pre, ext.made, tree.instances[to].made, ext.valid[f].ready, mine.ready, take_reads(mine), a.slot_taken));
   note_read(ext.valid[f], refreshed);
   mine.points = mine.points.unite(over);
@@ -126,6 +129,17 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   }
   const int rank = options.rank < 0 ? rank_me() : options.rank;
   if (rank >= rank_n()) throw misuse_error(fmt::format("{}: no rank {} (of {})", how, rank, rank_n()));
+  // The points the resource holds: r's own, or those of the region r is a part of.
+  rect<3> bounds = node.space.bounds();
+  std::uint64_t whole = 0;
+  if (options.within.exists()) {
+    const region_node& w = *path_to(options.within).back();
+    if (w.root != node.root || !node.space.subtract(w.space).empty())
+      throw misuse_error(fmt::format("{}: region {:#x} is not a part of region {:#x} (attach_options::within)", how,
+                                     r.id(), options.within.id()));
+    bounds = w.space.bounds();
+    whole = w.id;
+  }
   tree_state& tree = top_.trees[node.root];
   if (const attachment* a = attached_over(tree, node.space, fields))
     throw misuse_error(
@@ -133,24 +147,40 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
                     "already (detach it first)",
                     how, r.id(), a->region));
 
-  // One resource, several attachments (two regions, two trees): only readers may share it, and an
-  // attach after a detach of it comes after that detach (legion#316: a reader attached after a
-  // writer detached read stale data).
+  // One resource, several attachments (two regions, two trees): only readers may share it --
+  // or disjoint parts of one region's raw file, whose bytes never meet -- and an attach after a
+  // detach of it comes after that detach (legion#316: a reader attached after a writer detached
+  // read stale data).
   const std::string resource = identity_of(res);
   const bool writable = std::visit([](const auto& x) { return x.mode != io_mode::read_only; }, res);
+  const auto* file = std::get_if<file_resource>(&res);
+  const bool part = whole != 0 && file && file->mode != io_mode::write_discard;
   resource_use& in_use = attached_resources_[resource];
-  if (!in_use.regions.empty() && (writable || in_use.writable))
-    throw misuse_error(
-        fmt::format("{}: {} is attached already (to region {:#x}), and one of the two attachments "
-                    "may write it; detach that one first",
-                    how, resource, in_use.regions.front()));
+  // (Parts of one region are of one tree, whose attachments never share points and fields.)
+  const bool beside_the_others =
+      part && in_use.whole == whole && in_use.fields == fields && in_use.lay == options.layout;
+  if (!in_use.regions.empty() && (writable || in_use.writable) && !beside_the_others)
+    throw misuse_error(fmt::format(
+        "{}: {} is attached already (to region {:#x}), and one of the two attachments may write it; detach that "
+        "one first{}",
+        how, resource, in_use.regions.front(),
+        whole != 0 ? " (parts of one region may share a raw file, read_only or read_write, with the same fields "
+                     "and layout)"
+                   : ""));
   if (auto before = detached_resources_.find(resource); before != detached_resources_.end())
     after = merge(after, before->second);
+  if (in_use.regions.empty()) {
+    in_use.whole = part ? whole : 0;
+    in_use.fields = fields;
+    in_use.lay = options.layout;
+  } else if (!beside_the_others) {
+    in_use.whole = 0;
+  }
   in_use.regions.push_back(node.id);
   in_use.writable = in_use.writable || writable;
 
   const created_instance made =
-      attach_padded(memory::external(rank), node.dims, node.space, attached_fields, res, options.layout, after);
+      attach_padded(memory::external(rank), node.dims, node.space, bounds, attached_fields, res, options.layout, after);
   tracked_instance t;
   t.inst = made.inst;
   t.rank = rank;
@@ -175,6 +205,7 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   a.ext = k;
   a.resource = resource;
   a.read_only = !writable;
+  a.part = part;
   const event ready = merge(made.ready, new_slot(a, made.inst, made.ready));
   record_own_use(tree, path, a, privilege::write_discard, ready);
   tree.attachments.push_back(std::move(a));
@@ -314,7 +345,9 @@ event launch_analysis::write_back(tree_state& tree, attachment& a, const region_
   });
   for (const conflict& c : earlier) before.push_back(c.done);
   // Another program's write since the acquire poisons the check, and through it every copy.
-  const event checked = external_unchanged(tree.instances[a.ext].inst, a.acquired_slot, merge(before), "rill::release");
+  const event checked =
+      a.part ? merge(before)
+             : external_unchanged(tree.instances[a.ext].inst, a.acquired_slot, merge(before), "rill::release");
   std::vector<event> landed{checked};
   for (field_id f : a.fields) {
     bring_in(tree, path, a.ext, f, checked, earlier, still_read);

@@ -183,6 +183,10 @@ struct attachment {
   std::size_t ext = 0;           // in tree_state::instances
   std::string resource;          // its identity: the canonical path of its file
   bool read_only = false;        // attached io_mode::read_only: no launch may write its points
+  // A part of a file that other parts may write (attach_options::within): a change of the file
+  // may be theirs, so none is taken for another program's -- a refresh always copies, a release
+  // checks nothing.
+  bool part = false;
   bool acquired = false;
   std::uint64_t slot = 0;           // the state mirrors hold
   std::uint64_t acquired_slot = 0;  // the state at the acquire (a release checks it is unchanged)

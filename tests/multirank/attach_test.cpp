@@ -4,7 +4,7 @@
 // the copies (early release; off, it waits); a file changed by another program while
 // acquired poisons the release and is not written over; the points of a partitioned region are
 // read by the ranks their launches run on, each its own part once (of an HDF5 dataset: its
-// hyperslab); a checkpoint is a region
+// hyperslab), and its pieces may share one file, each attached on its rank; a checkpoint is a region
 // attached write_discard and detached; bad calls are refused naming the cause.
 #include <hdf5.h>
 
@@ -409,6 +409,98 @@ TEST_P(attach, the_ranks_read_one_hdf5_file_each_its_hyperslab) {
                     expect(wrong == 0, "the dataset does not hold every block's step");
                   }),
       0);
+}
+
+// The pieces of a region attached each to its part of one file of the region (within), read_write,
+// each on the rank its launches run on: every rank reads and writes its own pieces' bytes of the
+// file and no others, and the file holds each step; acquired and released, the parts write back
+// without taking each other's writes for another program's.
+TEST_P(attach, the_pieces_of_a_region_share_its_file_each_attached_on_its_rank) {
+  const scratch_dir dir;
+  const std::string path = dir / "parts.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(
+      run_checked(GetParam(),
+                  [&] {
+                    grid g;
+                    const int n = rill::rank_n();
+                    std::vector<rill::io_counts> before;
+                    for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
+                    const rill::file_resource file{path, rill::io_mode::read_write};
+                    std::vector<rill::event> attached;
+                    for (std::size_t c = 0; c < 4; ++c)
+                      attached.push_back(rill::attach(g.pieces.subregion(c), {value.id}, file, rill::event::none(),
+                                                      {.rank = static_cast<int>(c) % n, .within = g.root}));
+                    rill::merge(attached).wait();
+                    step(g).wait();
+                    for (int k = 0; k < n; ++k) {
+                      const rill::io_counts now = io_counts_of(k);
+                      std::uint64_t mine = 0;
+                      for (int c = 0; c < 4; ++c)
+                        if (c % n == k) mine += file_bytes / 4;
+                      expect(now.bytes_read - before[k].bytes_read == mine &&
+                                 now.bytes_written - before[k].bytes_written == mine,
+                             "rank " + std::to_string(k) + " read " +
+                                 std::to_string(now.bytes_read - before[k].bytes_read) + " and wrote " +
+                                 std::to_string(now.bytes_written - before[k].bytes_written) +
+                                 " bytes of the file, not its pieces' " + std::to_string(mine));
+                    }
+                    expect(wrong_in_file(path, once{}) == 0, "the pieces' step did not reach the file");
+                    // Acquired, two steps on copies; each release writes its piece back after the
+                    // one before it changed the file.
+                    std::vector<rill::event> acquired, detached;
+                    for (std::size_t c = 0; c < 4; ++c) acquired.push_back(rill::acquire(g.pieces.subregion(c)));
+                    rill::merge(acquired).wait();
+                    step(g);
+                    step(g);
+                    for (std::size_t c = 0; c < 4; ++c) {
+                      const std::string released = poison_of(rill::release(g.pieces.subregion(c)));
+                      expect(released == "no error", "the release of piece " + std::to_string(c) + ": " + released);
+                    }
+                    expect(wrong_in_file(path, thrice{}) == 0, "the released pieces are not all in the file");
+                    for (std::size_t c = 0; c < 4; ++c) detached.push_back(rill::detach(g.pieces.subregion(c)));
+                    rill::merge(detached).wait();
+                    expect(wrong_in_file(path, thrice{}) == 0, "the detached file lost a piece");
+                    expect(wrong_in_region(g.root, thrice{}) == 0, "the region lost its data at the detaches");
+                  }),
+      0);
+}
+
+// Parts share a file only as parts of one region, with the same fields and layout, none of them
+// write_discard (a temporary file each, renamed over the path); a region outside `within` is
+// refused.
+TEST_P(attach, parts_that_cannot_share_a_file_are_refused_naming_the_cause) {
+  const scratch_dir dir;
+  const std::string path = dir / "parts.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          grid g, other;
+                          const rill::file_resource file{path, rill::io_mode::read_write};
+                          const auto part = [&](std::size_t c, const rill::file_resource& f, rill::layout l) {
+                            return misuse_of([&] {
+                              rill::attach(g.pieces.subregion(c), {value.id}, f, rill::event::none(),
+                                           {.layout = l, .within = g.root});
+                            });
+                          };
+                          expect(part(0, file, rill::layout::soa()) == "no error", "a first part was refused");
+                          const std::string discard =
+                              part(1, rill::file_resource{path, rill::io_mode::write_discard}, rill::layout::soa());
+                          expect(says(discard, "attached already") && says(discard, "parts of one region"),
+                                 "a write_discard part: " + discard);
+                          const std::string laid_out = part(2, file, rill::layout::aos());
+                          expect(says(laid_out, "attached already"), "a part in another layout: " + laid_out);
+                          const std::string whole = misuse_of([&] { rill::attach(other.root, {value.id}, file); });
+                          expect(says(whole, "attached already"), "another region over the whole file: " + whole);
+                          const std::string outside = misuse_of([&] {
+                            rill::attach(other.pieces.subregion(1), {value.id}, file, rill::event::none(),
+                                         {.within = g.root});
+                          });
+                          expect(says(outside, "is not a part of region"), "a region of another tree: " + outside);
+                          expect(part(3, file, rill::layout::soa()) == "no error", "a second part was refused");
+                          rill::merge(rill::detach(g.pieces.subregion(0)), rill::detach(g.pieces.subregion(3))).wait();
+                        }),
+            0);
 }
 
 // Two regions (two trees) attached to one file in turn: the reader's attach comes after the
