@@ -240,10 +240,14 @@ class file_store final : public file_backed_store {
   struct split {
     std::size_t head = 0, middle = 0;
   };
+  // (Whole pages, not only blocks: a page of the cache that holds bytes of the transfer and bytes
+  // another store writes -- another part of the file, attach_options::within, on another rank --
+  // must not be written direct under that store's cached write.)
   split direct_part(const std::byte* buf, std::size_t bytes, std::uint64_t at) const {
     if (direct_fd_ < 0 || bytes < direct_min_) return {};
-    const auto head = static_cast<std::size_t>((offset_align_ - at % offset_align_) % offset_align_);
-    const std::size_t middle = head < bytes ? (bytes - head) / offset_align_ * offset_align_ : 0;
+    const std::uint64_t unit = std::max<std::uint64_t>(offset_align_, 4096);
+    const auto head = static_cast<std::size_t>((unit - at % unit) % unit);
+    const std::size_t middle = head < bytes ? (bytes - head) / unit * unit : 0;
     if (middle < direct_min_ || reinterpret_cast<std::uintptr_t>(buf + head) % memory_align_ != 0) return {};
     return {head, middle};
   }

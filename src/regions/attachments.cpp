@@ -31,9 +31,6 @@ const attachment* attached_over(const tree_state& tree, const index_space<3>& sp
   return nullptr;
 }
 
-// A snapshot slot never remembered: a refresh against it always copies.
-constexpr std::uint64_t no_slot = 0;
-
 // Instance `to` refreshed from the attachment's resource at `over` for field f (copied only if
 // the resource changed since the state its mirrors hold), after `pre`: valid there from then on.
 event refresh_into(tree_state& tree, const attachment& a, std::size_t to, field_id f, const index_space<3>& over,
@@ -41,7 +38,7 @@ event refresh_into(tree_state& tree, const attachment& a, std::size_t to, field_
   tracked_instance& ext = tree.instances[a.ext];
   valid_points& mine = tree.instances[to].valid[f];
   const event refreshed = external_refresh(
-      ext.inst, tree.instances[to].inst, {f}, over, dims, a.part ? no_slot : a.slot,
+      ext.inst, tree.instances[to].inst, {f}, over, dims, a.slot,
       merge(pre, ext.made, tree.instances[to].made, ext.valid[f].ready, mine.ready, take_reads(mine), a.slot_taken));
   note_read(ext.valid[f], refreshed);
   mine.points = mine.points.unite(over);
@@ -66,6 +63,30 @@ std::string identity_of(const external_resource& res) {
   std::error_code ignored;
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ignored);
   return fmt::format("'{}'", canonical.empty() ? path : canonical.string());
+}
+
+// A part of a raw file shared with other parts (attach_options::within) must never write another
+// part's bytes: each of its rects spans the whole bounds in every dimension but the slowest of
+// the layout, so that its bytes of each field (of each group of fields) are a range of the file
+// of its own points only -- file_store writes a range, or reads and writes back the bytes around
+// scattered elements, which would be other parts'. And it is not write_discard (a file of its
+// own, renamed over the path, would wipe the others' parts).
+void check_part(const region_node& node, const rect<3>& bounds, const file_resource& file, const layout& l,
+                const char* how) {
+  if (file.mode == io_mode::write_discard)
+    throw misuse_error(
+        fmt::format("{}: region {:#x} is attached write_discard as a part of another (within): a "
+                    "part writes into the file of the whole, read_write",
+                    how, node.id));
+  const std::vector<int>& order = l.dimension_order();
+  const int slowest = order.empty() ? node.dims - 1 : order.back();
+  for (const rect<3>& r : node.space.rects())
+    for (int d = 0; d < node.dims; ++d)
+      if (d != slowest && (r.lo[d] != bounds.lo[d] || r.hi[d] != bounds.hi[d]))
+        throw misuse_error(fmt::format(
+            "{}: region {:#x} is not made of whole rows of the region it is a part of (dimension {} spans {}..{}, "
+            "not {}..{}): its bytes in the file would lie among another part's",
+            how, node.id, d, r.lo[d], r.hi[d], bounds.lo[d], bounds.hi[d]));
 }
 
 }  // namespace
@@ -154,7 +175,8 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   const std::string resource = identity_of(res);
   const bool writable = std::visit([](const auto& x) { return x.mode != io_mode::read_only; }, res);
   const auto* file = std::get_if<file_resource>(&res);
-  const bool part = whole != 0 && file && file->mode != io_mode::write_discard;
+  const bool part = whole != 0 && file;
+  if (part) check_part(node, bounds, *file, options.layout, how);
   resource_use& in_use = attached_resources_[resource];
   // (Parts of one region are of one tree, whose attachments never share points and fields.)
   const bool beside_the_others =
@@ -164,9 +186,7 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
         "{}: {} is attached already (to region {:#x}), and one of the two attachments may write it; detach that "
         "one first{}",
         how, resource, in_use.regions.front(),
-        whole != 0 ? " (parts of one region may share a raw file, read_only or read_write, with the same fields "
-                     "and layout)"
-                   : ""));
+        whole != 0 ? " (parts of one region may share a raw file, with the same fields and layout)" : ""));
   if (auto before = detached_resources_.find(resource); before != detached_resources_.end())
     after = merge(after, before->second);
   if (in_use.regions.empty()) {

@@ -233,13 +233,12 @@ class launch_analysis final : public rank_module {
   std::map<std::vector<std::uint64_t>, std::uint32_t> shapes_;  // shape_of's numbers, in turns
   std::unordered_map<int, std::size_t> held_;                   // bytes of live instances by rank, in turns
   std::uint64_t clock_ = 0;                                     // launches analysed, in turns
-  std::uint64_t next_slot_ = 1;  // attachments' snapshot slots, in turns (0: none, attachments.cpp's no_slot)
-  // The resources attached, by identity (attachment::resource), to which regions and whether one
-  // of them may write; and of those detached, the detach's event, which a later attach of the same
-  // resource waits for (so that it reads what was written). In turns.
-  // The attachments of one resource: their regions, whether one may write it, and -- when each
-  // is a part of one region's raw file (attach_options::within, not write_discard) -- that
-  // region, with the fields and layout they share (whole 0: not all are).
+  std::uint64_t next_slot_ = 1;                                 // attachments' snapshot slots, in turns
+  // The resources attached, by identity (attachment::resource): to which regions, whether one of
+  // them may write, and -- when each is a part of one region's raw file (attach_options::within)
+  // -- that region, with the fields and layout they share (whole 0: not all are); and of those
+  // detached, the detach's event, which a later attach of the same resource waits for (so that it
+  // reads what was written). In turns.
   struct resource_use {
     std::vector<std::uint64_t> regions;
     bool writable = false;

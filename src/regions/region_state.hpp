@@ -184,8 +184,8 @@ struct attachment {
   std::string resource;          // its identity: the canonical path of its file
   bool read_only = false;        // attached io_mode::read_only: no launch may write its points
   // A part of a file that other parts may write (attach_options::within): a change of the file
-  // may be theirs, so none is taken for another program's -- a refresh always copies, a release
-  // checks nothing.
+  // may be theirs, so a release does not take one for another program's (a refresh copies when
+  // the file changed, whoever changed it).
   bool part = false;
   bool acquired = false;
   std::uint64_t slot = 0;           // the state mirrors hold

@@ -466,41 +466,59 @@ TEST_P(attach, the_pieces_of_a_region_share_its_file_each_attached_on_its_rank) 
       0);
 }
 
-// Parts share a file only as parts of one region, with the same fields and layout, none of them
-// write_discard (a temporary file each, renamed over the path); a region outside `within` is
-// refused.
+// Parts share a file only as parts of one region, with the same fields and layout, made of whole
+// rows of it, none of them write_discard (a file of its own, renamed over the path); a region
+// outside `within` is refused.
 TEST_P(attach, parts_that_cannot_share_a_file_are_refused_naming_the_cause) {
   const scratch_dir dir;
   const std::string path = dir / "parts.bin";
   write_doubles(path, identity{});
-  EXPECT_EQ(run_checked(GetParam(),
-                        [&] {
-                          grid g, other;
-                          const rill::file_resource file{path, rill::io_mode::read_write};
-                          const auto part = [&](std::size_t c, const rill::file_resource& f, rill::layout l) {
-                            return misuse_of([&] {
-                              rill::attach(g.pieces.subregion(c), {value.id}, f, rill::event::none(),
-                                           {.layout = l, .within = g.root});
-                            });
-                          };
-                          expect(part(0, file, rill::layout::soa()) == "no error", "a first part was refused");
-                          const std::string discard =
-                              part(1, rill::file_resource{path, rill::io_mode::write_discard}, rill::layout::soa());
-                          expect(says(discard, "attached already") && says(discard, "parts of one region"),
-                                 "a write_discard part: " + discard);
-                          const std::string laid_out = part(2, file, rill::layout::aos());
-                          expect(says(laid_out, "attached already"), "a part in another layout: " + laid_out);
-                          const std::string whole = misuse_of([&] { rill::attach(other.root, {value.id}, file); });
-                          expect(says(whole, "attached already"), "another region over the whole file: " + whole);
-                          const std::string outside = misuse_of([&] {
-                            rill::attach(other.pieces.subregion(1), {value.id}, file, rill::event::none(),
-                                         {.within = g.root});
-                          });
-                          expect(says(outside, "is not a part of region"), "a region of another tree: " + outside);
-                          expect(part(3, file, rill::layout::soa()) == "no error", "a second part was refused");
-                          rill::merge(rill::detach(g.pieces.subregion(0)), rill::detach(g.pieces.subregion(3))).wait();
-                        }),
-            0);
+  EXPECT_EQ(
+      run_checked(
+          GetParam(),
+          [&] {
+            grid g, other;
+            const rill::file_resource file{path, rill::io_mode::read_write};
+            const auto part = [&](std::size_t c, const rill::file_resource& f, rill::layout l) {
+              return misuse_of([&] {
+                rill::attach(g.pieces.subregion(c), {value.id}, f, rill::event::none(),
+                             {.layout = l, .within = g.root});
+              });
+            };
+            expect(part(0, file, rill::layout::soa()) == "no error", "a first part was refused");
+            const std::string discard =
+                part(1, rill::file_resource{path, rill::io_mode::write_discard}, rill::layout::soa());
+            expect(says(discard, "write_discard as a part"), "a write_discard part: " + discard);
+            const std::string laid_out = part(2, file, rill::layout::aos());
+            expect(says(laid_out, "attached already"), "a part in another layout: " + laid_out);
+            const std::string whole = misuse_of([&] { rill::attach(other.root, {value.id}, file); });
+            expect(says(whole, "attached already"), "another region over the whole file: " + whole);
+            const std::string outside = misuse_of([&] {
+              rill::attach(other.pieces.subregion(1), {value.id}, file, rill::event::none(), {.within = g.root});
+            });
+            expect(says(outside, "is not a part of region"), "a region of another tree: " + outside);
+            expect(part(3, file, rill::layout::soa()) == "no error", "a second part was refused");
+            rill::merge(rill::detach(g.pieces.subregion(0)), rill::detach(g.pieces.subregion(3))).wait();
+            // In two dimensions a part is whole rows (of the layout's order): a
+            // block of half rows would have its bytes among another block's.
+            const rill::region plane = rill::region::create(rill::rect<2>{{0, 0}, {63, 63}}, rill::field_space{value});
+            const rill::partition halves = rill::partition_by_blocks(plane, rill::point<2>{32, 64});
+            const rill::partition rows = rill::partition_by_blocks(plane, rill::point<2>{64, 32});
+            const std::string half = misuse_of(
+                [&] { rill::attach(halves.subregion(1), {value.id}, file, rill::event::none(), {.within = plane}); });
+            expect(says(half, "whole rows") && says(half, "dimension 0"), "a block of half rows: " + half);
+            const std::string column_major = misuse_of([&] {
+              rill::attach(rows.subregion(1), {value.id}, file, rill::event::none(),
+                           {.layout = rill::layout::soa().order({1, 0}), .within = plane});
+            });
+            expect(says(column_major, "whole rows") && says(column_major, "dimension 1"),
+                   "rows of a file ordered dimension 1 fastest: " + column_major);
+            const rill::event rows_attached =
+                rill::attach(rows.subregion(1), {value.id}, file, rill::event::none(), {.within = plane});
+            expect(poison_of(rows_attached) == "no error", "a part of whole rows: " + poison_of(rows_attached));
+            rill::detach(rows.subregion(1)).wait();
+          }),
+      0);
 }
 
 // Two regions (two trees) attached to one file in turn: the reader's attach comes after the
