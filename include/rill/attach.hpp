@@ -31,9 +31,11 @@ struct attach_options {
   rill::layout layout = layout::soa();  // of the fields in a file (rill/external.hpp)
   // The region whose points the resource holds, when the attached region is a part of it (none:
   // the attached region itself): the resource is laid out as for `within`, and the attached
-  // points are read and written at their place in it. Disjoint parts of one region may then be
-  // attached to one raw file at once, read_write, each on the rank that computes on it: every
-  // rank reads and writes its own part of the file, none of it crossing ranks.
+  // points are read and written at their place in it. Parts of one region made of whole rows of
+  // it (every dimension but the layout's slowest spanning it), with the same fields and layout,
+  // may then be attached to one raw file at once, read_write or read_only, each on the rank that
+  // computes on it: every rank reads and writes its own part of the file, none of it crossing
+  // ranks (docs/external.md, "Parts of one file").
   region within{};
 };
 
