@@ -78,7 +78,7 @@ std::shared_ptr<io_run> run_between(const instance_record& s, const std::vector<
   const rect<3>& r = domain.rects().front();
   const storage memory = storage_of(writing ? s : d);
   const field_placement& in_memory = *(writing ? sf : df).front();
-  if (in_memory.opaque || !contiguous(memory, in_memory, r)) return {};
+  if (!contiguous(memory, in_memory, r)) return {};  // (run_of refuses opaque fields: both sides' kinds agree)
   return run_of(writing ? *d.external : *s.external, *(writing ? df : sf).front(), r, field_at(memory, in_memory, r.lo),
                 writing);
 }
@@ -177,16 +177,13 @@ void start_at_destination(instance src, instance dst, const transfer& t, event d
     // (The records hold the fields' placements and the storage while the I/O waits its turn.)
     if (std::shared_ptr<io_run> run = run_between(*s, sf, *d, df, domain)) {
       const std::size_t bytes = domain.volume() * sf.front()->bytes;
-      on_io(
-          run->where,
-          [s, d, t, done, run, bytes, rank = here.id()] {
-            auto finish = [&] {
-              if (run->failure) std::rethrow_exception(run->failure);
-              end_transfer_span(run->started, t, bytes, rank);
-            };
-            if (run_guarded(done, finish)) event_trigger(done);
-          },
-          run);
+      on_io(run, [s, d, t, done, run, bytes, rank = here.id()] {
+        auto finish = [&] {
+          if (run->failure) std::rethrow_exception(run->failure);
+          end_transfer_span(run->started, t, bytes, rank);
+        };
+        if (run_guarded(done, finish)) event_trigger(done);
+      });
       return;
     }
     on_io(io_place_of(s->external ? src : dst, s->external ? t.src_fields : t.dst_fields, t),

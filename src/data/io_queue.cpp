@@ -92,16 +92,16 @@ void io_queue::fuse_onto(device_queue& q, std::vector<waiting>& batch) {
   if (!fuses() || !run || where.device == 0) return;
   std::uint64_t end = where.end;
   auto bytes = static_cast<std::size_t>(end - where.begin);
+  const auto begins_at_end = [&](auto it) {
+    return it != q.pending.end() && std::get<0>(it->first) == where.resource && std::get<1>(it->first) == end;
+  };
+  const auto joins = [&](const waiting& next) {
+    return next.run && next.run->store == run->store && next.run->writing == run->writing &&
+           bytes + static_cast<std::size_t>(next.where.end - next.where.begin) <= fuse_bytes_;
+  };
   // (IOV_MAX: the most runs one preadv or pwritev takes.)
   while (batch.size() < IOV_MAX) {
     // Of the operations waiting that begin where the batch ends, the first that can join it.
-    const auto begins_at_end = [&](auto it) {
-      return it != q.pending.end() && std::get<0>(it->first) == where.resource && std::get<1>(it->first) == end;
-    };
-    const auto joins = [&](const waiting& next) {
-      return next.run && next.run->store == run->store && next.run->writing == run->writing &&
-             bytes + static_cast<std::size_t>(next.where.end - next.where.begin) <= fuse_bytes_;
-    };
     auto it = q.pending.lower_bound(key{where.resource, end, 0});
     while (begins_at_end(it) && !joins(it->second)) ++it;
     if (!begins_at_end(it)) return;

@@ -63,8 +63,8 @@ class io_queue {
   io_queue& operator=(const io_queue&) = delete;
   ~io_queue();
 
-  // Queues op to run on an I/O thread of the calling rank, and wakes one; with `run` (whose place
-  // is `where`), after the queue has done op's I/O.
+  // Queues op to run on an I/O thread of the calling rank, and wakes one; with `run` (at `where`,
+  // its place), after the queue has done op's I/O.
   void push(const io_place& where, task_record* op, std::shared_ptr<io_run> run = {});
   // Whether it fuses runs, and how many bytes one call may move.
   bool fuses() const { return order_ == io_order::elevator && fuse_bytes_ > 0; }

@@ -27,10 +27,16 @@ void on_channel(F&& fn) {
 // or (queue_io_anywhere) on no device.
 void queue_io(const io_place& where, task_record* t, std::shared_ptr<io_run> run = {});
 void queue_io_anywhere(task_record* t);
-// Runs fn() on an I/O thread of the calling rank, taken in the I/O queue's order for `where`;
-// with `run`, once the queue has done the I/O it describes (fn completes the transfer).
+// Runs fn() on an I/O thread of the calling rank, taken in the I/O queue's order for `where`.
 template <class F>
-void on_io(const io_place& where, F&& fn, std::shared_ptr<io_run> run = {}) {
+void on_io(const io_place& where, F&& fn) {
+  queue_io(where, make_task(std::forward<F>(fn)));
+}
+// The same at run's place, once the queue has done the I/O it describes (fn completes the
+// transfer: run->failure says whether it failed).
+template <class F>
+void on_io(std::shared_ptr<io_run> run, F&& fn) {
+  const io_place where = run->where;
   queue_io(where, make_task(std::forward<F>(fn)), std::move(run));
 }
 

@@ -285,18 +285,15 @@ void receive_piece(instance dst, const transfer& t, const std::vector<rect<3>>& 
       if (run) {
         // One range of a file: the I/O queue writes it, perhaps in one call with the pieces beside
         // it. (The closure holds the resource and the bytes.)
-        on_io(
-            run->where,
-            [rec, run, t, total, done, &here, in = std::move(in)] {
-              std::string failed;
-              try {
-                if (run->failure) std::rethrow_exception(run->failure);
-              } catch (const std::exception& e) {
-                failed = e.what();
-              }
-              count_piece(here, t, total, done, failed);
-            },
-            run);
+        on_io(run, [rec, run, t, total, done, &here, in = std::move(in)] {
+          std::string failed;
+          try {
+            if (run->failure) std::rethrow_exception(run->failure);
+          } catch (const std::exception& e) {
+            failed = e.what();
+          }
+          count_piece(here, t, total, done, failed);
+        });
         return;
       }
       io_place where = rec->external->place(*f.front(), rects.empty() ? rect<3>{} : rects.front());
