@@ -177,27 +177,21 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   const auto* file = std::get_if<file_resource>(&res);
   const bool part = whole != 0 && file;
   if (part) check_part(node, bounds, *file, options.layout, how);
-  resource_use& in_use = attached_resources_[resource];
+  std::vector<resource_user>& users = attached_resources_[resource];
   // (Parts of one region are of one tree, whose attachments never share points and fields.)
-  const bool beside_the_others =
-      part && in_use.whole == whole && in_use.fields == fields && in_use.lay == options.layout;
-  if (!in_use.regions.empty() && (writable || in_use.writable) && !beside_the_others)
-    throw misuse_error(fmt::format(
-        "{}: {} is attached already (to region {:#x}), and one of the two attachments may write it; detach that "
-        "one first{}",
-        how, resource, in_use.regions.front(),
-        whole != 0 ? " (parts of one region may share a raw file, with the same fields and layout)" : ""));
+  const resource_user me{node.id, writable, part ? whole : 0, fields, options.layout};
+  for (const resource_user& other : users) {
+    const bool beside = part && other.whole == whole && other.fields == fields && other.lay == options.layout;
+    if ((writable || other.writable) && !beside)
+      throw misuse_error(fmt::format(
+          "{}: {} is attached already (to region {:#x}), and one of the two attachments may write it; detach that "
+          "one first{}",
+          how, resource, other.region,
+          whole != 0 ? " (parts of one region may share a raw file, with the same fields and layout)" : ""));
+  }
   if (auto before = detached_resources_.find(resource); before != detached_resources_.end())
     after = merge(after, before->second);
-  if (in_use.regions.empty()) {
-    in_use.whole = part ? whole : 0;
-    in_use.fields = fields;
-    in_use.lay = options.layout;
-  } else if (!beside_the_others) {
-    in_use.whole = 0;
-  }
-  in_use.regions.push_back(node.id);
-  in_use.writable = in_use.writable || writable;
+  users.push_back(me);
 
   const created_instance made =
       attach_padded(memory::external(rank), node.dims, node.space, bounds, attached_fields, res, options.layout, after);
@@ -440,9 +434,9 @@ event launch_analysis::detach(region r, event after) {
   tree->note_change();
   // After failed launches on its points the detach fails too (their data may not be written back).
   const event detached = merge(closed, earlier, merge(written), merge(refreshed));
-  resource_use& in_use = attached_resources_[a->resource];
-  std::erase(in_use.regions, a->region);
-  if (in_use.regions.empty()) attached_resources_.erase(a->resource);
+  std::vector<resource_user>& users = attached_resources_[a->resource];
+  std::erase_if(users, [&](const resource_user& u) { return u.region == a->region; });
+  if (users.empty()) attached_resources_.erase(a->resource);
   event& last = detached_resources_[a->resource];
   last = all_ended(std::vector<event>{last, closed});
   const std::uint64_t region_id = a->region;

@@ -234,19 +234,19 @@ class launch_analysis final : public rank_module {
   std::unordered_map<int, std::size_t> held_;                   // bytes of live instances by rank, in turns
   std::uint64_t clock_ = 0;                                     // launches analysed, in turns
   std::uint64_t next_slot_ = 1;                                 // attachments' snapshot slots, in turns
-  // The resources attached, by identity (attachment::resource): to which regions, whether one of
-  // them may write, and -- when each is a part of one region's raw file (attach_options::within)
-  // -- that region, with the fields and layout they share (whole 0: not all are); and of those
-  // detached, the detach's event, which a later attach of the same resource waits for (so that it
-  // reads what was written). In turns.
-  struct resource_use {
-    std::vector<std::uint64_t> regions;
+  // The resources attached, by identity (attachment::resource): by which attachments -- each its
+  // region, whether it may write, and when it is a part of one region's raw file
+  // (attach_options::within) that region, with its fields and layout (whole 0: not a part); and of
+  // those detached, the detach's event, which a later attach of the same resource waits for (so
+  // that it reads what was written). In turns.
+  struct resource_user {
+    std::uint64_t region = 0;
     bool writable = false;
     std::uint64_t whole = 0;
     std::vector<field_id> fields;
     layout lay = layout::soa();
   };
-  std::unordered_map<std::string, resource_use> attached_resources_;
+  std::unordered_map<std::string, std::vector<resource_user>> attached_resources_;
   std::unordered_map<std::string, event> detached_resources_;
   std::atomic<std::uint64_t> launches_{0}, repeated_{0}, instances_made_{0}, copies_{0}, bytes_copied_{0},
       reductions_{0}, collected_{0};

@@ -31,6 +31,7 @@ using data::poison_of;
 using data::says;
 
 constexpr rill::field<double> value{1};
+constexpr rill::field<double> weight{2};  // a second field, for files of several
 constexpr rill::coord_t points = 4096;
 constexpr std::size_t file_bytes = points * sizeof(double);
 
@@ -413,57 +414,258 @@ TEST_P(attach, the_ranks_read_one_hdf5_file_each_its_hyperslab) {
 
 // The pieces of a region attached each to its part of one file of the region (within), read_write,
 // each on the rank its launches run on: every rank reads and writes its own pieces' bytes of the
-// file and no others, and the file holds each step; acquired and released, the parts write back
+// file and no others (with --rill:io-direct, through whole blocks: all of it direct where the file
+// system allows), and the file holds each step; acquired and released, the parts write back
 // without taking each other's writes for another program's.
-TEST_P(attach, the_pieces_of_a_region_share_its_file_each_attached_on_its_rank) {
+void pieces_share_one_file(const setup& s, std::vector<std::string> flags, bool direct) {
   const scratch_dir dir;
   const std::string path = dir / "parts.bin";
   write_doubles(path, identity{});
   EXPECT_EQ(
-      run_checked(GetParam(),
-                  [&] {
-                    grid g;
-                    const int n = rill::rank_n();
-                    std::vector<rill::io_counts> before;
-                    for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
-                    const rill::file_resource file{path, rill::io_mode::read_write};
-                    std::vector<rill::event> attached;
-                    for (std::size_t c = 0; c < 4; ++c)
-                      attached.push_back(rill::attach(g.pieces.subregion(c), {value.id}, file, rill::event::none(),
-                                                      {.rank = static_cast<int>(c) % n, .within = g.root}));
-                    rill::merge(attached).wait();
-                    step(g).wait();
-                    for (int k = 0; k < n; ++k) {
-                      const rill::io_counts now = io_counts_of(k);
-                      std::uint64_t mine = 0;
-                      for (int c = 0; c < 4; ++c)
-                        if (c % n == k) mine += file_bytes / 4;
-                      expect(now.bytes_read - before[k].bytes_read == mine &&
-                                 now.bytes_written - before[k].bytes_written == mine,
-                             "rank " + std::to_string(k) + " read " +
-                                 std::to_string(now.bytes_read - before[k].bytes_read) + " and wrote " +
-                                 std::to_string(now.bytes_written - before[k].bytes_written) +
-                                 " bytes of the file, not its pieces' " + std::to_string(mine));
-                    }
-                    expect(wrong_in_file(path, once{}) == 0, "the pieces' step did not reach the file");
-                    // Acquired, two steps on copies; each release writes its piece back after the
-                    // one before it changed the file.
-                    std::vector<rill::event> acquired, detached;
-                    for (std::size_t c = 0; c < 4; ++c) acquired.push_back(rill::acquire(g.pieces.subregion(c)));
-                    rill::merge(acquired).wait();
-                    step(g);
-                    step(g);
-                    for (std::size_t c = 0; c < 4; ++c) {
-                      const std::string released = poison_of(rill::release(g.pieces.subregion(c)));
-                      expect(released == "no error", "the release of piece " + std::to_string(c) + ": " + released);
-                    }
-                    expect(wrong_in_file(path, thrice{}) == 0, "the released pieces are not all in the file");
-                    for (std::size_t c = 0; c < 4; ++c) detached.push_back(rill::detach(g.pieces.subregion(c)));
-                    rill::merge(detached).wait();
-                    expect(wrong_in_file(path, thrice{}) == 0, "the detached file lost a piece");
-                    expect(wrong_in_region(g.root, thrice{}) == 0, "the region lost its data at the detaches");
-                  }),
+      run_checked(
+          s,
+          [&] {
+            grid g;
+            const int n = rill::rank_n();
+            std::vector<rill::io_counts> before;
+            for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
+            const rill::file_resource file{path, rill::io_mode::read_write};
+            std::vector<rill::event> attached;
+            for (std::size_t c = 0; c < 4; ++c)
+              attached.push_back(rill::attach(g.pieces.subregion(c), {value.id}, file, rill::event::none(),
+                                              {.rank = static_cast<int>(c) % n, .within = g.root}));
+            rill::merge(attached).wait();
+            step(g).wait();
+            for (int k = 0; k < n; ++k) {
+              const rill::io_counts now = io_counts_of(k);
+              std::uint64_t mine = 0;
+              for (int c = 0; c < 4; ++c)
+                if (c % n == k) mine += file_bytes / 4;
+              expect(
+                  now.bytes_read - before[k].bytes_read == mine && now.bytes_written - before[k].bytes_written == mine,
+                  "rank " + std::to_string(k) + " read " + std::to_string(now.bytes_read - before[k].bytes_read) +
+                      " and wrote " + std::to_string(now.bytes_written - before[k].bytes_written) +
+                      " bytes of the file, not its pieces' " + std::to_string(mine));
+            }
+            for (int k = 0; k < n; ++k) {
+              const std::uint64_t moved = io_counts_of(k).bytes_direct - before[k].bytes_direct;
+              const std::uint64_t pieces_here = (4 + static_cast<std::uint64_t>(n - 1 - k)) / n;
+              const std::uint64_t all = direct ? 2 * pieces_here * (file_bytes / 4) : 0;
+              expect(moved == all, "rank " + std::to_string(k) + " moved " + std::to_string(moved) +
+                                       " bytes of its pieces direct, not " + std::to_string(all));
+            }
+            expect(wrong_in_file(path, once{}) == 0, "the pieces' step did not reach the file");
+            // Acquired, two steps on copies; each release writes its piece back after the
+            // one before it changed the file.
+            std::vector<rill::event> acquired, detached;
+            for (std::size_t c = 0; c < 4; ++c) acquired.push_back(rill::acquire(g.pieces.subregion(c)));
+            rill::merge(acquired).wait();
+            step(g);
+            step(g);
+            for (std::size_t c = 0; c < 4; ++c) {
+              const std::string released = poison_of(rill::release(g.pieces.subregion(c)));
+              expect(released == "no error", "the release of piece " + std::to_string(c) + ": " + released);
+            }
+            expect(wrong_in_file(path, thrice{}) == 0, "the released pieces are not all in the file");
+            for (std::size_t c = 0; c < 4; ++c) detached.push_back(rill::detach(g.pieces.subregion(c)));
+            rill::merge(detached).wait();
+            expect(wrong_in_file(path, thrice{}) == 0, "the detached file lost a piece");
+            expect(wrong_in_region(g.root, thrice{}) == 0, "the region lost its data at the detaches");
+          },
+          std::move(flags)),
       0);
+}
+
+TEST_P(attach, the_pieces_of_a_region_share_its_file_each_attached_on_its_rank) {
+  pieces_share_one_file(GetParam(), {}, false);
+}
+
+TEST_P(attach, pieces_sharing_a_file_move_their_blocks_direct) {
+  const scratch_dir probe;
+  pieces_share_one_file(GetParam(), {"--rill:io-direct=4KiB"}, direct_io_in(probe));
+}
+
+// Parts with several fields in an array-of-structs file: each part's rows hold all its fields,
+// each rank moves bytes of its own pieces, as many for each, and the file holds each field's step.
+TEST_P(attach, parts_of_an_aos_file_move_all_their_fields) {
+  const scratch_dir dir;
+  const std::string path = dir / "aos.bin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (rill::coord_t i = 0; i < points; ++i) {
+      const double v[2] = {static_cast<double>(i), -static_cast<double>(i)};
+      out.write(reinterpret_cast<const char*>(v), sizeof v);
+    }
+  }
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          const int n = rill::rank_n();
+                          const rill::region root =
+                              rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value, weight});
+                          const rill::partition pieces = rill::partition_equal(root, 4);
+                          std::vector<rill::io_counts> before;
+                          for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
+                          std::vector<rill::event> attached;
+                          for (std::size_t c = 0; c < 4; ++c)
+                            attached.push_back(rill::attach(
+                                pieces.subregion(c), {weight.id, value.id},
+                                rill::file_resource{path, rill::io_mode::read_write}, rill::event::none(),
+                                {.rank = static_cast<int>(c) % n, .layout = rill::layout::aos(), .within = root}));
+                          const std::string said = poison_of(rill::merge(attached));
+                          expect(said == "no error", "the parts' attach: " + said);
+                          rill::index_launch(
+                              [](const rill::physical_regions& rs, std::size_t) {
+                                const auto v = rs[0].write<double, 1>(value);
+                                const auto w = rs[0].write<double, 1>(weight);
+                                rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) {
+                                  v[p] = v[p] * 2 + 1;
+                                  w[p] = w[p] - 1;
+                                });
+                              },
+                              pieces, {rill::req(pieces, {value.id, weight.id}, rill::privilege::read_write)})
+                              .wait();
+                          // (A field of an AoS file is not one range: how many bytes a piece moves is
+                          // the store's business. Each piece moves as many, and ranks without one none.)
+                          std::uint64_t per_piece = 0;
+                          for (int k = 0; k < n; ++k) {
+                            const std::uint64_t pieces_here = (4 + static_cast<std::uint64_t>(n - 1 - k)) / n;
+                            const rill::io_counts now = io_counts_of(k);
+                            const std::uint64_t moved =
+                                now.bytes_read - before[k].bytes_read + now.bytes_written - before[k].bytes_written;
+                            if (k == 0) per_piece = moved / pieces_here;
+                            expect(moved == pieces_here * per_piece &&
+                                       (now.bytes_written > before[k].bytes_written) == (pieces_here > 0),
+                                   "rank " + std::to_string(k) + " moved " + std::to_string(moved) + " bytes for its " +
+                                       std::to_string(pieces_here) + " pieces, rank 0 " + std::to_string(per_piece) +
+                                       " a piece");
+                          }
+                          std::vector<rill::event> detached;
+                          for (std::size_t c = 0; c < 4; ++c) detached.push_back(rill::detach(pieces.subregion(c)));
+                          rill::merge(detached).wait();
+                          const std::vector<char> bytes = bytes_of_file(path);
+                          long wrong = bytes.size() == 2 * file_bytes ? 0 : points;
+                          for (rill::coord_t i = 0; wrong == 0 && i < points; ++i) {
+                            double v[2];
+                            std::memcpy(v, bytes.data() + i * sizeof v, sizeof v);
+                            if (v[0] != once{}(i) || v[1] != -static_cast<double>(i) - 1) ++wrong;
+                          }
+                          expect(wrong == 0, "the file does not hold both fields' step");
+                        }),
+            0);
+}
+
+// Read-only and read-write parts share a file: the writers' pieces reach it, the reader's bytes
+// stay. Whoever has left no longer counts: once the writers are detached a reader of the whole
+// file may join the read-only part, and once it has left a writing part may join again.
+TEST_P(attach, read_only_and_read_write_parts_share_a_file_and_leavers_no_longer_count) {
+  const scratch_dir dir;
+  const std::string path = dir / "parts.bin";
+  write_doubles(path, identity{});
+  EXPECT_EQ(
+      run_checked(
+          GetParam(),
+          [&] {
+            grid g, other;
+            const int n = rill::rank_n();
+            const auto part = [&](std::size_t c, rill::io_mode mode) {
+              return poison_of(rill::attach(g.pieces.subregion(c), {value.id}, rill::file_resource{path, mode},
+                                            rill::event::none(), {.rank = static_cast<int>(c) % n, .within = g.root}));
+            };
+            const auto step_piece = [&](std::size_t c) {
+              return rill::launch(
+                  [](const rill::physical_regions& rs) {
+                    const auto v = rs[0].write<double, 1>(value);
+                    rs[0].reg.space<1>().for_each_point([&](rill::point<1> p) { v[p] = v[p] * 2 + 1; });
+                  },
+                  {rill::req(g.pieces.subregion(c), {value.id}, rill::privilege::read_write)});
+            };
+            expect(part(0, rill::io_mode::read_only) == "no error", "the read-only part was refused");
+            for (std::size_t c = 1; c < 4; ++c)
+              expect(part(c, rill::io_mode::read_write) == "no error",
+                     "read_write part " + std::to_string(c) + " was refused beside a read-only one");
+            std::vector<rill::event> steps;
+            for (std::size_t c = 1; c < 4; ++c) steps.push_back(step_piece(c));
+            rill::merge(steps).wait();
+            expect(count_wrong(g.pieces.subregion(0), identity{}).get() == 0, "the read-only part read wrong values");
+            std::vector<rill::event> detached;
+            for (std::size_t c = 1; c < 4; ++c) detached.push_back(rill::detach(g.pieces.subregion(c)));
+            rill::merge(detached).wait();
+            const auto stepped_but_0 = [](rill::coord_t i) { return i < points / 4 ? identity{}(i) : once{}(i); };
+            expect(wrong_in_file(path, stepped_but_0) == 0, "the file does not hold the writing parts' step alone");
+            const std::string reader =
+                poison_of(rill::attach(other.root, {value.id}, rill::file_resource{path, rill::io_mode::read_only}));
+            expect(reader == "no error", "a reader of the whole file, the writers gone: " + reader);
+            expect(count_wrong(other.root, stepped_but_0).get() == 0, "the whole-file reader read wrong values");
+            rill::detach(other.root).wait();
+            expect(part(1, rill::io_mode::read_write) == "no error", "a writing part, the whole-file reader gone");
+            step_piece(1).wait();
+            rill::merge(rill::detach(g.pieces.subregion(1)), rill::detach(g.pieces.subregion(0))).wait();
+            const auto piece_1_twice = [](rill::coord_t i) {
+              return i < points / 4 ? identity{}(i) : i < points / 2 ? twice{}(i) : once{}(i);
+            };
+            expect(wrong_in_file(path, piece_1_twice) == 0, "the file does not hold the second step of piece 1");
+          }),
+      0);
+}
+
+// The pieces of a region attached read_only each to its hyperslab of one HDF5 dataset of the
+// whole region (within), each on its rank: every rank reads its pieces' points and no others. A
+// writing part beside them is refused: two ranks' HDF5 libraries may not write one file at once.
+TEST_P(attach, pieces_read_their_hyperslabs_of_one_hdf5_dataset_of_the_region) {
+  const scratch_dir dir;
+  const std::string path = dir / "line.h5";
+  {
+    std::vector<double> v(points);
+    for (rill::coord_t i = 0; i < points; ++i) v[static_cast<std::size_t>(i)] = identity{}(i);
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t shape[1] = {points};
+    const hid_t space = H5Screate_simple(1, shape, nullptr);
+    const hid_t ds = H5Dcreate2(file, "v", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  EXPECT_EQ(run_checked(GetParam(),
+                        [&] {
+                          grid g;
+                          const int n = rill::rank_n();
+                          const auto dataset = [&](rill::io_mode mode) {
+                            return rill::hdf5_resource{path, {rill::stored_as(value, "v")}, mode};
+                          };
+                          std::vector<rill::io_counts> before;
+                          for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
+                          std::vector<rill::event> attached;
+                          for (std::size_t c = 0; c < 4; ++c)
+                            attached.push_back(rill::attach(g.pieces.subregion(c), {value.id},
+                                                            dataset(rill::io_mode::read_only), rill::event::none(),
+                                                            {.rank = static_cast<int>(c) % n, .within = g.root}));
+                          const std::string said = poison_of(rill::merge(attached));
+                          expect(said == "no error", "the parts' attach: " + said);
+                          std::vector<rill::future<long>> wrong;
+                          for (std::size_t c = 0; c < 4; ++c)
+                            wrong.push_back(count_wrong(g.pieces.subregion(c), identity{}));
+                          for (std::size_t c = 0; c < 4; ++c)
+                            expect(wrong[c].get() == 0, "piece " + std::to_string(c) + " read wrong values");
+                          for (int k = 0; k < n; ++k) {
+                            const std::uint64_t pieces_here = (4 + static_cast<std::uint64_t>(n - 1 - k)) / n;
+                            const std::uint64_t read = io_counts_of(k).bytes_read - before[k].bytes_read;
+                            expect(read == pieces_here * file_bytes / 4,
+                                   "rank " + std::to_string(k) + " read " + std::to_string(read) +
+                                       " bytes of the dataset for its " + std::to_string(pieces_here) + " pieces");
+                          }
+                          rill::detach(g.pieces.subregion(3)).wait();
+                          const std::string writer = misuse_of([&] {
+                            rill::attach(g.pieces.subregion(3), {value.id}, dataset(rill::io_mode::read_write),
+                                         rill::event::none(), {.within = g.root});
+                          });
+                          expect(says(writer, "attached already"),
+                                 "a writing HDF5 part beside reading ones: " + writer);
+                          std::vector<rill::event> detached;
+                          for (std::size_t c = 0; c < 3; ++c) detached.push_back(rill::detach(g.pieces.subregion(c)));
+                          rill::merge(detached).wait();
+                        }),
+            0);
 }
 
 // Parts share a file only as parts of one region, with the same fields and layout, made of whole

@@ -2,7 +2,10 @@
 // written around the runtime (as another program would).
 #pragma once
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -44,6 +47,20 @@ inline void write_file(const std::string& path, std::size_t bytes, char value) {
   std::ofstream out(path, std::ios::binary);
   const std::vector<char> data(bytes, value);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+// Whether the file system of `dir` takes direct I/O and says its alignment, as the runtime asks.
+inline bool direct_io_in(const scratch_dir& dir) {
+  const std::string probe = dir / "probe";
+  write_file(probe, 4096, 0);
+  const int fd = ::open(probe.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct statx sx {};
+  const bool ok = ::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) != 0 &&
+                  sx.stx_dio_mem_align > 0 && sx.stx_dio_offset_align > 0;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return ok;
 }
 
 }  // namespace rill_test

@@ -3,10 +3,6 @@
 // their middle, the unaligned ends through the cache -- and the data is the same whichever way each part went: a direct
 // read sees what a write through the cache left, and a read through the cache what a direct write left. Below the
 // threshold, with 0, or on a file system without direct I/O, nothing goes direct.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -31,20 +27,6 @@ const rill::rect<1> line{0, points - 1};
 
 double old_value(rill::coord_t i) { return static_cast<double>(i) * 0.5; }
 double new_value(rill::coord_t i, double salt) { return static_cast<double>(i) * 3 + salt; }
-
-// Whether the file system of `dir` takes direct I/O and says its alignment, as the runtime asks.
-bool direct_io_in(const scratch_dir& dir) {
-  const std::string probe = dir / "probe";
-  write_file(probe, 4096, 0);
-  const int fd = ::open(probe.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct statx sx {};
-  const bool ok = ::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) != 0 &&
-                  sx.stx_dio_mem_align > 0 && sx.stx_dio_offset_align > 0;
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return ok;
-}
 
 void write_old_values(const std::string& path) {
   std::vector<double> v(points);
