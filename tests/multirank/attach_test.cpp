@@ -114,6 +114,21 @@ struct thrice {
   double operator()(rill::coord_t i) const { return twice{}(i)*2 + 1; }
 };
 
+// An HDF5 file whose dataset "v" of `shape` holds at each element its index (row-major).
+void write_dataset_of_indices(const std::string& path, const std::vector<hsize_t>& shape) {
+  std::size_t count = 1;
+  for (hsize_t extent : shape) count *= extent;
+  std::vector<double> v(count);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr);
+  const hid_t ds = H5Dcreate2(file, "v", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+  H5Dclose(ds);
+  H5Sclose(space);
+  H5Fclose(file);
+}
+
 // Restricted: each launch reads the file (its points, on the ranks the points run on: each part
 // once) and a launch that writes gives its data back before anything later touches it.
 TEST_P(attach, restricted_launches_read_the_file_and_write_it_back) {
@@ -362,18 +377,7 @@ TEST_P(attach, the_ranks_read_one_hdf5_file_each_its_hyperslab) {
   const scratch_dir dir;
   const std::string path = dir / "field.h5";
   constexpr hsize_t height = 32, width = 128;  // the region is width x height: (x, y)
-  {
-    std::vector<double> v(height * width);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
-    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    const hsize_t shape[2] = {height, width};
-    const hid_t space = H5Screate_simple(2, shape, nullptr);
-    const hid_t ds = H5Dcreate2(file, "v", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-    H5Dclose(ds);
-    H5Sclose(space);
-    H5Fclose(file);
-  }
+  write_dataset_of_indices(path, {height, width});
   EXPECT_EQ(
       run_checked(GetParam(),
                   [&] {
@@ -614,18 +618,7 @@ TEST_P(attach, read_only_and_read_write_parts_share_a_file_and_leavers_no_longer
 TEST_P(attach, pieces_read_their_hyperslabs_of_one_hdf5_dataset_of_the_region) {
   const scratch_dir dir;
   const std::string path = dir / "line.h5";
-  {
-    std::vector<double> v(points);
-    for (rill::coord_t i = 0; i < points; ++i) v[static_cast<std::size_t>(i)] = identity{}(i);
-    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    const hsize_t shape[1] = {points};
-    const hid_t space = H5Screate_simple(1, shape, nullptr);
-    const hid_t ds = H5Dcreate2(file, "v", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-    H5Dclose(ds);
-    H5Sclose(space);
-    H5Fclose(file);
-  }
+  write_dataset_of_indices(path, {points});
   EXPECT_EQ(run_checked(GetParam(),
                         [&] {
                           grid g;
