@@ -118,7 +118,12 @@
   X(data, "io-fuse", io_fuse_bytes, std::size_t, std::size_t{16} << 20, bytes(0, std::size_t{1} << 30), from_config,  \
     per_rank,                                                                                                         \
     "under the elevator, reads (or writes) of adjacent ranges of one raw file that wait at once are fused into one "  \
-    "system call of at most this many bytes (preadv/pwritev; 0: never)")
+    "system call of at most this many bytes (preadv/pwritev; 0: never)")                                             \
+  X(data, "memory-keep", memory_keep_bytes, std::size_t, std::size_t{1} << 30, bytes(0, std::size_t{1} << 50),       \
+    from_config, per_rank,                                                                                            \
+    "bytes of system memory that destroyed instances of 64 KiB or more leave kept, pages resident, for the next "     \
+    "instances of about their size, so that these do not fault in fresh pages (given back when the memory needs "     \
+    "them for live instances; 0: none)")
 
 #define RILL_REGIONS_OPTIONS(X)                                                                                       \
   X(regions, "instance-budget", instance_budget, std::size_t, 0, bytes(0, std::size_t{1} << 50), "no budget",         \

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <new>
 
 #include "data/opaque_elements.hpp"
 
@@ -21,13 +20,6 @@ const char* name_of(memory_kind k) {
   }
 }
 
-// Storage of a page or more starts on a page: direct I/O (--rill:io-direct) moves file blocks
-// straight into it only at the file system's memory alignment (512 bytes or a page).
-std::size_t storage_alignment(std::size_t bytes) {
-  constexpr std::size_t page = 4096;
-  return bytes >= page ? page : instance_alignment;
-}
-
 }  // namespace
 
 instance_record::~instance_record() {
@@ -36,7 +28,7 @@ instance_record::~instance_record() {
   if (in_segment)
     in_segment->deallocate(data, segment_tag);
   else
-    ::operator delete (data, std::align_val_t{storage_alignment(placement.bytes)});
+    kept_by->give({data, storage_bytes});
 }
 
 data_module::data_module(int rank, const rill::machine& machine, global_module& global, const rill::config& cfg)
@@ -46,6 +38,7 @@ data_module::data_module(int rank, const rill::machine& machine, global_module& 
       global_(global),
       system_capacity_(static_cast<std::size_t>(machine.capacity(memory::system(rank)))),
       registered_capacity_(static_cast<std::size_t>(machine.capacity(memory::registered(rank)))),
+      kept_storage_(std::make_shared<storage_cache>(cfg.memory_keep_bytes)),
       io_work_(cfg.io_ordering, cfg.io_depth, cfg.io_fuse_bytes, io_),
       direct_io_bytes_(cfg.io_direct_bytes) {}
 
@@ -130,9 +123,13 @@ void data_module::create(instance handle, const index_space<3>& space, const fie
       rec->segment_tag = a.tag;
       rec->in_segment = &global_.memory_segment();
     } else {
-      rec->data =
-          static_cast<std::byte*>(::operator new (bytes, std::align_val_t{storage_alignment(bytes)}, std::nothrow));
-      if (!rec->data) refuse(" (the operating system refused them)");
+      // What the memory holds is its live instances' and the storage kept for the next.
+      kept_storage_->trim(cap - used - bytes);
+      const storage_cache::block b = kept_storage_->take(bytes);
+      if (!b.at) refuse(" (the operating system refused them)");
+      rec->data = b.at;
+      rec->storage_bytes = b.bytes;
+      rec->kept_by = kept_storage_;
     }
     if (rec->placement.has_opaque()) std::memset(rec->data, 0, bytes);  // opaque fields start null
   }

@@ -11,6 +11,7 @@
 #include "data/external_store.hpp"
 #include "data/instance_layout.hpp"
 #include "data/io_queue.hpp"
+#include "data/storage_cache.hpp"
 #include "global/global_module.hpp"
 #include "rill/config.hpp"
 #include "rill/instance.hpp"
@@ -31,6 +32,9 @@ struct instance_record {
   std::byte* data = nullptr;
   std::uint8_t segment_tag = 0;   // registered memory: the allocation's generation
   segment* in_segment = nullptr;  // registered memory: where to free it
+  // System memory: where its storage goes back to, and the storage's size (at least placement's).
+  std::shared_ptr<storage_cache> kept_by;
+  std::size_t storage_bytes = 0;
   // External memory: the resource holding the data (no storage here), reached on I/O threads.
   std::shared_ptr<external_store> external;
   ~instance_record();
@@ -98,6 +102,9 @@ class data_module final : public rank_module {
   global_module& global_;
   const std::size_t system_capacity_;
   const std::size_t registered_capacity_;
+  // System memory's storage of destroyed instances, for the next (--rill:memory-keep); records
+  // share it, so that one outliving the module still has somewhere to give its storage back.
+  const std::shared_ptr<storage_cache> kept_storage_;
   std::uint64_t next_sequence_ = 1;  // under lock_
   mutable std::mutex lock_;
   std::unordered_map<std::uint64_t, std::shared_ptr<instance_record>> live_;

@@ -58,7 +58,8 @@ const char* const all_names[] = {"ranks",
                                  "io-order",
                                  "io-depth",
                                  "io-direct",
-                                 "io-fuse"};
+                                 "io-fuse",
+                                 "memory-keep"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
@@ -353,6 +354,16 @@ TEST_F(Options, IoQueue) {
   expect_usage_error("--rill:io-depth=-1", "io-depth");
   expect_usage_error("--rill:io-direct=lots", "io-direct");
   expect_usage_error("--rill:io-fuse=2G", "io-fuse");
+}
+
+TEST_F(Options, MemoryKeep) {
+  args d{"prog"};
+  EXPECT_EQ(parse(d).cfg.memory_keep_bytes, std::size_t{1} << 30);
+  args a{"prog", "--rill:memory-keep=256M"};
+  EXPECT_EQ(parse(a).cfg.memory_keep_bytes, std::size_t{256} << 20);
+  args off{"prog", "--rill:memory-keep=0"};
+  EXPECT_EQ(parse(off).cfg.memory_keep_bytes, 0u);
+  expect_usage_error("--rill:memory-keep=some", "memory-keep");
 }
 
 TEST_F(Options, GasTranslationCache) {
