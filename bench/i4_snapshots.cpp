@@ -460,13 +460,16 @@ int main(int argc, char** argv) {
                                    {"mpi_ranks", mpi_ranks},
                                    {"workers", shape.workers},
                                    {"io_threads", shape.io_threads},
+                                   {"io_direct_bytes", shape.io_direct_bytes},
                                    {"width", prm.width},
                                    {"height", prm.height},
                                    {"pieces", prm.pieces},
                                    {"steps", prm.steps},
                                    {"snapshot_mib", static_cast<double>(grid_bytes(prm)) / (1 << 20)},
                                    {"checked", ok == 1}};
-    const std::string where = fmt::format(", {} rank(s)", shape.ranks);
+    const std::string where =
+        fmt::format(", {} rank(s){}", shape.ranks,
+                    shape.io_direct_bytes ? fmt::format(", direct from {} KiB", shape.io_direct_bytes >> 10) : "");
     bench::emit_ms("I4", "no snapshots, regions" + where, "total time", rill_none, "", {}, common);
     bench::emit_ms("I4", "no snapshots, MPI" + where, "total time", mpi_none, "", {}, common);
     std::map<variant, std::map<int, double>> overhead_median;

@@ -101,6 +101,7 @@ struct rill_shape {
   int ranks = 1;
   int workers = 1;
   int io_threads = 1;
+  std::size_t io_direct_bytes = 0;  // --rill:io-direct (0: never)
 };
 
 // One repetition of a program that times Rill beside an MPI peer: a runtime of its own (over a
@@ -112,7 +113,7 @@ rill_shape rill_repetition(int argc, char** argv, F&& body) {
   std::vector<char*> args(argv, argv + argc + 1);
   int args_count = argc;
   rill::runtime rt(args_count, args.data());
-  const rill_shape shape{rt.ranks(), rt.options().workers, rt.options().io_threads};
+  const rill_shape shape{rt.ranks(), rt.options().workers, rt.options().io_threads, rt.options().io_direct_bytes};
   rt.run(std::forward<F>(body));
   sleeping_barrier();
   return shape;
