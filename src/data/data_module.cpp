@@ -123,9 +123,9 @@ void data_module::create(instance handle, const index_space<3>& space, const fie
       rec->segment_tag = a.tag;
       rec->in_segment = &global_.memory_segment();
     } else {
-      // What the memory holds is its live instances' and the storage kept for the next.
-      kept_storage_->trim(cap - used - bytes);
-      const storage_cache::block b = kept_storage_->take(bytes);
+      // What the memory holds is its live instances' and the storage kept for the next. (Kept
+      // blocks are given back here only near the capacity: rarely, and under lock_.)
+      const storage_cache::block b = kept_storage_->take(bytes, cap - used - bytes);
       if (!b.at) refuse(" (the operating system refused them)");
       rec->data = b.at;
       rec->storage_bytes = b.bytes;

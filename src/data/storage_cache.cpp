@@ -6,6 +6,13 @@
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#define RILL_KEPT_POISONED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RILL_KEPT_POISONED 1
+#endif
+#endif
+#if defined(RILL_KEPT_POISONED)
 #include <sanitizer/asan_interface.h>
 #define RILL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define RILL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
@@ -31,16 +38,23 @@ std::align_val_t alignment_of(std::size_t bytes) {
 
 storage_cache::~storage_cache() { trim(0); }
 
-storage_cache::block storage_cache::take(std::size_t bytes) {
+storage_cache::block storage_cache::take(std::size_t bytes, std::size_t room) {
+  block hit;
+  std::vector<block> freed;
   {
     std::lock_guard g(lock_);
     if (auto it = blocks_.lower_bound(bytes); it != blocks_.end() && it->first - bytes <= bytes / 8) {
-      const block b{it->second, it->first};
-      kept_ -= b.bytes;
+      hit = {it->second, it->first};
+      kept_ -= hit.bytes;
       blocks_.erase(it);
-      RILL_UNPOISON(b.at, b.bytes);
-      return b;
     }
+    take_out_beyond(room, freed);
+  }
+  for (const block& b : freed) free_block(b);
+  if (hit.at) {
+    // The slack past `bytes` stays poisoned: an overrun of the instance is still caught.
+    RILL_UNPOISON(hit.at, bytes);
+    return hit;
   }
   return {static_cast<std::byte*>(::operator new(bytes, alignment_of(bytes), std::nothrow)), bytes};
 }
@@ -50,8 +64,13 @@ void storage_cache::give(block b) {
   if (b.bytes >= smallest_kept) {
     std::lock_guard g(lock_);
     if (kept_ + b.bytes <= keep_) {
+      try {
+        blocks_.emplace(b.bytes, b.at);
+      } catch (const std::bad_alloc&) {  // (no room for the map's node: the block goes back instead)
+        free_block(b);
+        return;
+      }
       RILL_POISON(b.at, b.bytes);
-      blocks_.emplace(b.bytes, b.at);
       kept_ += b.bytes;
       return;
     }
@@ -63,16 +82,17 @@ void storage_cache::trim(std::size_t most) {
   std::vector<block> freed;
   {
     std::lock_guard g(lock_);
-    while (kept_ > most) {
-      const auto largest = std::prev(blocks_.end());
-      freed.push_back({largest->second, largest->first});
-      kept_ -= largest->first;
-      blocks_.erase(largest);
-    }
+    take_out_beyond(most, freed);
   }
-  for (const block& b : freed) {
-    RILL_UNPOISON(b.at, b.bytes);
-    free_block(b);
+  for (const block& b : freed) free_block(b);
+}
+
+void storage_cache::take_out_beyond(std::size_t most, std::vector<block>& out) {
+  while (kept_ > most) {
+    const auto largest = std::prev(blocks_.end());
+    out.push_back({largest->second, largest->first});
+    kept_ -= largest->first;
+    blocks_.erase(largest);
   }
 }
 

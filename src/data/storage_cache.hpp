@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace rill::detail {
 
@@ -24,16 +25,20 @@ class storage_cache {
   storage_cache& operator=(const storage_cache&) = delete;
 
   // Storage for `bytes`: a kept block of that many to an eighth more, else a new one ({} when the
-  // system refuses). Its contents are undefined.
-  block take(std::size_t bytes);
+  // system refuses), once no more than `room` bytes stay kept (the largest given back first). Its
+  // contents are undefined.
+  block take(std::size_t bytes, std::size_t room);
   // Keeps b while no more than `keep` bytes are kept (it was a block of take's), else frees it.
   void give(block b);
   // Frees kept blocks, the largest first, until at most `most` bytes are kept.
   void trim(std::size_t most);
+
   std::size_t kept() const;
 
  private:
   static void free_block(block b);
+  // Takes the largest kept blocks out until at most `most` bytes are kept (under lock_).
+  void take_out_beyond(std::size_t most, std::vector<block>& out);
 
   const std::size_t keep_;
   mutable std::mutex lock_;

@@ -162,6 +162,13 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
     whole = w.id;
   }
   tree_state& tree = top_.trees[node.root];
+  // acquire, release and detach name a region: it has one attachment (its fields, one resource).
+  for (const attachment& a : tree.attachments)
+    if (a.region == node.id)
+      throw misuse_error(
+          fmt::format("{}: region {:#x} is attached already (to {}); a region has one attachment: "
+                      "attach its fields together, or detach it first",
+                      how, r.id(), a.resource));
   if (const attachment* a = attached_over(tree, node.space, fields))
     throw misuse_error(
         fmt::format("{}: region {:#x} shares points and fields with region {:#x}, which is attached "
@@ -177,24 +184,24 @@ event launch_analysis::attach(region r, std::vector<field_id> fields, const exte
   const auto* file = std::get_if<file_resource>(&res);
   const bool part = whole != 0 && file;
   if (part) check_part(node, bounds, *file, options.layout, how);
-  std::vector<resource_user>& users = attached_resources_[resource];
   // (Parts of one region are of one tree, whose attachments never share points and fields.)
   const resource_user me{node.id, writable, part ? whole : 0, fields, options.layout};
-  for (const resource_user& other : users) {
-    const bool beside = part && other.whole == whole && other.fields == fields && other.lay == options.layout;
-    if ((writable || other.writable) && !beside)
-      throw misuse_error(fmt::format(
-          "{}: {} is attached already (to region {:#x}), and one of the two attachments may write it; detach that "
-          "one first{}",
-          how, resource, other.region,
-          whole != 0 ? " (parts of one region may share a raw file, with the same fields and layout)" : ""));
-  }
+  if (auto in_use = attached_resources_.find(resource); in_use != attached_resources_.end())
+    for (const resource_user& other : in_use->second) {
+      const bool beside = part && other.whole == whole && other.fields == fields && other.lay == options.layout;
+      if ((writable || other.writable) && !beside)
+        throw misuse_error(fmt::format(
+            "{}: {} is attached already (to region {:#x}), and one of the two attachments may write it; detach "
+            "that one first{}",
+            how, resource, other.region,
+            whole != 0 ? " (parts of one region may share a raw file, with the same fields and layout)" : ""));
+    }
   if (auto before = detached_resources_.find(resource); before != detached_resources_.end())
     after = merge(after, before->second);
-  users.push_back(me);
 
   const created_instance made =
       attach_padded(memory::external(rank), node.dims, node.space, bounds, attached_fields, res, options.layout, after);
+  attached_resources_[resource].push_back(me);  // (not before: a refused attach holds nothing)
   tracked_instance t;
   t.inst = made.inst;
   t.rank = rank;

@@ -767,6 +767,22 @@ TEST_P(attach, bad_calls_are_refused_naming_the_cause) {
             const rill::event wrong_size = rill::attach(g.pieces.subregion(1), {value.id}, file);
             const std::string twice = misuse_of([&] { rill::attach(g.root, {value.id}, file); });
             expect(says(twice, "attached already"), "an attach over an attached region: " + twice);
+            {  // One attachment a region (detach names the region); a refused attach holds nothing.
+              const rill::region both =
+                  rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value, weight});
+              const std::string laid_out = misuse_of([&] {
+                rill::attach(both, {value.id}, rill::file_resource{input_path, rill::io_mode::read_write},
+                             rill::event::none(), {.layout = rill::layout::soa().order({1, 0})});
+              });
+              expect(laid_out != "no error", "a 2-D order for a 1-D region was taken");
+              rill::attach(both, {value.id}, rill::file_resource{input_path, rill::io_mode::read_write});
+              const std::string second = misuse_of([&] {
+                rill::attach(both, {weight.id}, rill::file_resource{dir / "weights.bin", rill::io_mode::write_discard});
+              });
+              expect(says(second, "one attachment"), "a second attachment of a region: " + second);
+              rill::detach(both).wait();
+              both.destroy();
+            }
             // A failed attach fails its detach for the same cause.
             const std::string sized = poison_of(wrong_size);
             expect(says(sized, "values.bin") && says(sized, "needs 8192"), "a wrong size: " + sized);
