@@ -441,12 +441,12 @@ event launch_analysis::detach(region r, event after) {
   tree->note_change();
   // After failed launches on its points the detach fails too (their data may not be written back).
   const event detached = merge(closed, earlier, merge(written), merge(refreshed));
+  const std::uint64_t region_id = a->region;  // (clang 14 takes no structured binding into a lambda)
   std::vector<resource_user>& users = attached_resources_[a->resource];
-  std::erase_if(users, [&](const resource_user& u) { return u.region == a->region; });
+  std::erase_if(users, [&](const resource_user& u) { return u.region == region_id; });
   if (users.empty()) attached_resources_.erase(a->resource);
   event& last = detached_resources_[a->resource];
   last = all_ended(std::vector<event>{last, closed});
-  const std::uint64_t region_id = a->region;
   std::erase_if(tree->attachments, [&](const attachment& x) { return x.region == region_id; });
   // (Later launches wait for the refreshes through the mirrors' ready events.)
   return detached;
