@@ -3,7 +3,6 @@
 #include "data/instance_layout.hpp"
 
 #include <new>
-#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RILL_KEPT_POISONED 1

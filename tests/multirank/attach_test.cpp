@@ -100,6 +100,14 @@ long wrong_in_region(rill::region r, F f) {
 rill::io_counts io_counts_of(int rank) {
   return rill::rpc(rank, [] { return rill::io_counts_here(); }).get();
 }
+std::vector<rill::io_counts> io_counts_of_every_rank() {
+  std::vector<rill::io_counts> out;
+  for (int k = 0; k < rill::rank_n(); ++k) out.push_back(io_counts_of(k));
+  return out;
+}
+
+// How many of a grid's 4 pieces rank k holds when piece c is attached on rank c % n.
+std::uint64_t pieces_on(int k, int n) { return (4 + static_cast<std::uint64_t>(n - 1 - k)) / n; }
 
 struct identity {
   double operator()(rill::coord_t i) const { return static_cast<double>(i); }
@@ -431,8 +439,7 @@ void pieces_share_one_file(const setup& s, std::vector<std::string> flags, bool 
           [&] {
             grid g;
             const int n = rill::rank_n();
-            std::vector<rill::io_counts> before;
-            for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
+            const std::vector<rill::io_counts> before = io_counts_of_every_rank();
             const rill::file_resource file{path, rill::io_mode::read_write};
             std::vector<rill::event> attached;
             for (std::size_t c = 0; c < 4; ++c)
@@ -442,9 +449,7 @@ void pieces_share_one_file(const setup& s, std::vector<std::string> flags, bool 
             step(g).wait();
             for (int k = 0; k < n; ++k) {
               const rill::io_counts now = io_counts_of(k);
-              std::uint64_t mine = 0;
-              for (int c = 0; c < 4; ++c)
-                if (c % n == k) mine += file_bytes / 4;
+              const std::uint64_t mine = pieces_on(k, n) * (file_bytes / 4);
               expect(
                   now.bytes_read - before[k].bytes_read == mine && now.bytes_written - before[k].bytes_written == mine,
                   "rank " + std::to_string(k) + " read " + std::to_string(now.bytes_read - before[k].bytes_read) +
@@ -453,7 +458,7 @@ void pieces_share_one_file(const setup& s, std::vector<std::string> flags, bool 
             }
             for (int k = 0; k < n; ++k) {
               const std::uint64_t moved = io_counts_of(k).bytes_direct - before[k].bytes_direct;
-              const std::uint64_t pieces_here = (4 + static_cast<std::uint64_t>(n - 1 - k)) / n;
+              const std::uint64_t pieces_here = pieces_on(k, n);
               const std::uint64_t all = direct ? 2 * pieces_here * (file_bytes / 4) : 0;
               expect(moved == all, "rank " + std::to_string(k) + " moved " + std::to_string(moved) +
                                        " bytes of its pieces direct, not " + std::to_string(all));
@@ -507,8 +512,7 @@ TEST_P(attach, parts_of_an_aos_file_move_all_their_fields) {
                           const rill::region root =
                               rill::region::create(rill::rect<1>{0, points - 1}, rill::field_space{value, weight});
                           const rill::partition pieces = rill::partition_equal(root, 4);
-                          std::vector<rill::io_counts> before;
-                          for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
+                          const std::vector<rill::io_counts> before = io_counts_of_every_rank();
                           std::vector<rill::event> attached;
                           for (std::size_t c = 0; c < 4; ++c)
                             attached.push_back(rill::attach(
@@ -532,7 +536,7 @@ TEST_P(attach, parts_of_an_aos_file_move_all_their_fields) {
                           // the store's business. Each piece moves as many, and ranks without one none.)
                           std::uint64_t per_piece = 0;
                           for (int k = 0; k < n; ++k) {
-                            const std::uint64_t pieces_here = (4 + static_cast<std::uint64_t>(n - 1 - k)) / n;
+                            const std::uint64_t pieces_here = pieces_on(k, n);
                             const rill::io_counts now = io_counts_of(k);
                             const std::uint64_t moved =
                                 now.bytes_read - before[k].bytes_read + now.bytes_written - before[k].bytes_written;
@@ -626,8 +630,7 @@ TEST_P(attach, pieces_read_their_hyperslabs_of_one_hdf5_dataset_of_the_region) {
                           const auto dataset = [&](rill::io_mode mode) {
                             return rill::hdf5_resource{path, {rill::stored_as(value, "v")}, mode};
                           };
-                          std::vector<rill::io_counts> before;
-                          for (int k = 0; k < n; ++k) before.push_back(io_counts_of(k));
+                          const std::vector<rill::io_counts> before = io_counts_of_every_rank();
                           std::vector<rill::event> attached;
                           for (std::size_t c = 0; c < 4; ++c)
                             attached.push_back(rill::attach(g.pieces.subregion(c), {value.id},
@@ -641,7 +644,7 @@ TEST_P(attach, pieces_read_their_hyperslabs_of_one_hdf5_dataset_of_the_region) {
                           for (std::size_t c = 0; c < 4; ++c)
                             expect(wrong[c].get() == 0, "piece " + std::to_string(c) + " read wrong values");
                           for (int k = 0; k < n; ++k) {
-                            const std::uint64_t pieces_here = (4 + static_cast<std::uint64_t>(n - 1 - k)) / n;
+                            const std::uint64_t pieces_here = pieces_on(k, n);
                             const std::uint64_t read = io_counts_of(k).bytes_read - before[k].bytes_read;
                             expect(read == pieces_here * file_bytes / 4,
                                    "rank " + std::to_string(k) + " read " + std::to_string(read) +
