@@ -2,6 +2,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "data/data_module.hpp"
@@ -86,30 +87,31 @@ void io_queue::move_batch(std::vector<waiting>& batch) {
   for (waiting& w : batch) w.run->started = start;
 }
 
-void io_queue::fuse_onto(device_queue& q, std::vector<waiting>& batch) {
+std::size_t io_queue::fuse_onto(device_queue& q, std::vector<waiting>& batch, std::size_t limit) {
   const io_place where = batch.front().where;
   const io_run* const run = batch.front().run.get();
-  if (!fuses() || !run || where.device == 0) return;
   std::uint64_t end = where.end;
   auto bytes = static_cast<std::size_t>(end - where.begin);
+  if (!fuses() || !run || where.device == 0) return bytes;
   const auto begins_at_end = [&](auto it) {
     return it != q.pending.end() && std::get<0>(it->first) == where.resource && std::get<1>(it->first) == end;
   };
   const auto joins = [&](const waiting& next) {
     return next.run && next.run->store == run->store && next.run->writing == run->writing &&
-           bytes + static_cast<std::size_t>(next.where.end - next.where.begin) <= fuse_bytes_;
+           bytes + static_cast<std::size_t>(next.where.end - next.where.begin) <= limit;
   };
   // (IOV_MAX: the most runs one preadv or pwritev takes.)
   while (batch.size() < IOV_MAX) {
     // Of the operations waiting that begin where the batch ends, the first that can join it.
     auto it = q.pending.lower_bound(key{where.resource, end, 0});
     while (begins_at_end(it) && !joins(it->second)) ++it;
-    if (!begins_at_end(it)) return;
+    if (!begins_at_end(it)) return bytes;
     end = it->second.where.end;
     bytes += static_cast<std::size_t>(end - it->second.where.begin);
     batch.push_back(it->second);
     q.pending.erase(it);
   }
+  return bytes;
 }
 
 bool io_queue::take(std::vector<waiting>& batch) {
@@ -140,10 +142,14 @@ bool io_queue::take(std::vector<waiting>& batch) {
   if (it == q.pending.end()) it = q.pending.begin();
   batch.push_back(it->second);
   q.pending.erase(it);
-  fuse_onto(q, batch);
+  const io_place first = batch.front().where;  // (a copy: fusing grows the batch)
+  const bool reads = batch.front().run && !batch.front().run->writing;
+  const bool goes_on = first.resource == q.resource && first.begin == q.at;
+  const std::size_t ramp = reads ? (goes_on ? 2 * q.read_bytes : 0) : fuse_bytes_;
+  const std::size_t bytes = fuse_onto(q, batch, std::min(fuse_bytes_, ramp));
+  q.read_bytes = reads ? bytes : 0;
   ++q.running;
   if (chosen_device != 0) {
-    const io_place& first = batch.front().where;
     if (first.resource == q.resource && first.begin < q.at)
       counters_.seeks_back.fetch_add(1, std::memory_order_relaxed);
     q.resource = first.resource;

@@ -14,7 +14,10 @@
 //  - under the elevator, the I/O of operations that say what it is (io_run) fused: the one taken
 //    and those waiting that continue it -- the next range of the same file, in the same direction
 //    -- moved in one system call of at most --rill:io-fuse bytes (Iris §IV-A: deferred I/O lets
-//    the runtime fuse concurrent operations), then each operation completed.
+//    the runtime fuse concurrent operations), then each operation completed. Reads ramp up to
+//    that: the first of a sequence goes alone and each next call may move twice what the last
+//    did, because a read's pieces complete only when its whole call has, and tasks wait for them:
+//    one call of the whole backlog would leave every worker idle until the last byte is in.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +85,7 @@ class io_queue {
     std::map<key, waiting> pending;
     int running = 0;
     std::uint64_t resource = 0, at = 0;  // where the last operation taken ended
+    std::size_t read_bytes = 0;          // what the last call moved, if it read (the ramp)
   };
 
   // What an I/O thread does for each push: runs what may run, until nothing may.
@@ -89,8 +93,9 @@ class io_queue {
   // Under lock_: the next operation to run, counted as running, with the waiting ones whose I/O
   // it fuses into its own (after it, in the file's order); false when none may run now.
   bool take(std::vector<waiting>& batch);
-  // Under lock_: moves into `batch` the operations waiting in q whose I/O continues its last's.
-  void fuse_onto(device_queue& q, std::vector<waiting>& batch);
+  // Under lock_: moves into `batch` the operations waiting in q whose I/O continues its last's,
+  // up to `limit` bytes in all; returns the batch's bytes.
+  std::size_t fuse_onto(device_queue& q, std::vector<waiting>& batch, std::size_t limit);
   // The batch's runs moved in one call; if it fails, each alone.
   void move_batch(std::vector<waiting>& batch);
 

@@ -333,22 +333,27 @@ TEST_P(io_queue, io_fuse_bounds_what_one_call_moves) {
               0);
 }
 
-// Reads are fused as writes are, and read what the file holds.
-TEST_P(io_queue, reads_of_adjacent_pieces_waiting_at_once_are_fused_into_one_call) {
-  EXPECT_EQ(run_checked(GetParam(),
-                        [] {
-                          const rill::io_counts c = backlog_of_reads(pieces);
-                          expect(c.reads == 1 && c.fused == pieces - 1, "a backlog of " + std::to_string(pieces) +
-                                                                            " adjacent reads was done in " + counts(c) +
-                                                                            ", not 1 read");
-                        },
-                        {"--rill:io-threads=1", "--rill:channels=1"}),
-            0);
+// Reads are fused as writes are, and read what the file holds, but ramp up: the first piece alone
+// (its task need not wait for the whole backlog), then each call twice the last -- 1, 2, 4 pieces,
+// then the one left. Under a limit of two pieces' bytes, 1, 2, 2, 2, 1.
+TEST_P(io_queue, reads_of_adjacent_pieces_waiting_at_once_are_fused_in_calls_that_double) {
+  const std::pair<std::string, int> limits[] = {{"16M", 4}, {std::to_string(2 * piece_bytes), 5}};
+  for (const auto& [limit, read_in] : limits)
+    EXPECT_EQ(run_checked(GetParam(),
+                          [calls = read_in] {
+                            const rill::io_counts c = backlog_of_reads(pieces);
+                            expect(c.reads == static_cast<std::uint64_t>(calls) &&
+                                       c.fused == static_cast<std::uint64_t>(pieces - calls),
+                                   "a backlog of " + std::to_string(pieces) + " adjacent reads was done in " +
+                                       counts(c) + ", not " + std::to_string(calls) + " reads");
+                          },
+                          {"--rill:io-threads=1", "--rill:channels=1", "--rill:io-fuse=" + limit}),
+              0);
 }
 
 // A fused read that meets the end of a file another program shortened fails only the reads of
-// pieces past it: the queue reads each alone again, and the others get their data. (The same
-// backlog of a whole file is one fused read, above.)
+// pieces past it: the queue reads each alone again, and the others get their data. (Of the same
+// backlog, pieces 3-6 are one read, above: it meets the end at piece 5.)
 TEST_P(io_queue, a_fused_call_that_fails_fails_only_the_operations_whose_own_io_fails) {
   EXPECT_EQ(run_checked(GetParam(), [] { backlog_of_reads(5); }, {"--rill:io-threads=1", "--rill:channels=1"}), 0);
 }
