@@ -76,6 +76,7 @@ std::vector<rill::counter> rank_core::counters() {
   out.add("messages_handled", s.messages_handled);
   out.add("buffers_sent", s.buffers_sent);
   out.add("bytes_sent", s.bytes_sent);
+  out.add("sends_refused", msgr_.out().refused());
   for (rank_module* m : modules().in_order()) {
     out.layer = m->layer();
     m->report_counters(out);

@@ -2,6 +2,7 @@
 // aggregator, large messages) and its endpoint.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -29,6 +30,8 @@ class outbox final : public buffer_sink {
   void on_long_wait(long_wait_fn f) { long_wait_ = std::move(f); }
   // A recycled buffer of at least `bytes` capacity from the endpoint, or an empty one.
   buffer spare_buffer(std::size_t bytes) { return ep_.spare(bytes); }
+  // Tries to send that the endpoint refused for want of room (each then waited: back-pressure).
+  std::uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
  private:
   // Calls try_send() until it succeeds (the endpoint has room), then counts the buffer as sent.
@@ -40,6 +43,7 @@ class outbox final : public buffer_sink {
   worker_pool& pool_;
   delivery_counts& counts_;
   long_wait_fn long_wait_;
+  std::atomic<std::uint64_t> refused_{0};
 };
 
 }  // namespace rill::detail

@@ -417,7 +417,7 @@ void worker::reset_idle() {
 }
 
 void worker::idle_step() {
-  mark_idle();
+  if (room_blocked_.empty()) mark_idle();  // (a fiber that waits to send is work not yet done)
   rank_services& services = pool_.services();
   services.on_idle(*this);
   const bool must_poll = services.must_poll();
@@ -500,6 +500,34 @@ void worker::wait_for_progress() {
   suspend_to(self, next);
 }
 
+namespace {
+// A fiber waiting for room tries again after this long even if no room was signalled.
+constexpr std::uint64_t room_retry_ns = 2'000'000;
+}  // namespace
+
+void worker::wait_for_room(const std::atomic<std::uint64_t>& room, std::uint64_t seen) {
+  if (channel_) {
+    wait_for_progress();
+    return;
+  }
+  fiber_rec* self = current_;
+  if (room_blocked_.empty()) {
+    room_ = &room;
+    room_seen_ = seen;
+    room_blocked_since_ns_ = steady_now_ns();
+  }
+  room_seen_ = std::min(room_seen_, seen);  // (one counter per rank: its values only grow)
+  room_blocked_.push_back(self);
+  fiber_rec* next = credit_.units ? nullptr : take_ready();  // held credit: via the loop
+  if (!next) next = spare_fiber();
+  suspend_to(self, next);
+}
+
+bool worker::room_came() const {
+  return !room_blocked_.empty() && (room_->load(std::memory_order_acquire) != room_seen_ ||
+                                    steady_now_ns() - room_blocked_since_ns_ >= room_retry_ns);
+}
+
 bool worker::progress_and_release() {
   // A channel never polls the network: the handlers would run beside the workers' tasks, which a
   // program with one worker per rank may count on not happening. A fiber of its own that waits for
@@ -513,6 +541,10 @@ bool worker::progress_and_release() {
   }
   for (fiber_rec* f : blocked_) push_local(f);
   blocked_.clear();
+  if (room_came()) {
+    for (fiber_rec* f : room_blocked_) push_local(f);
+    room_blocked_.clear();
+  }
   return did;
 }
 

@@ -81,6 +81,17 @@ class worker {
   void yield();
   // Suspends the running fiber until the worker has made network progress (back-pressure).
   void wait_for_progress();
+  // Back-pressure where the network says when there is room: suspends the running fiber until
+  // `room` (which the network bumps, waking the rank's sleepers, when a queue that refused this
+  // rank's sends has room again) differs from `seen`, read before the refused try. Meanwhile the
+  // worker runs other work, and with none it sleeps instead of retrying: a refused sender that
+  // retried after every poll kept its core from the destination that had to drain (with more
+  // ranks than cores, the receiver got one slice in N). Retried after room_retry_ns in any case,
+  // so that a send to a rank that stopped draining keeps reporting its wait (delivery_audit).
+  // A channel waits for progress instead (it does not poll; see progress_and_release).
+  void wait_for_room(const std::atomic<std::uint64_t>& room, std::uint64_t seen);
+  // Whether fibers wait for room and it has come (or they waited room_retry_ns).
+  bool room_came() const;
   // Marks the worker busy (not idle) for termination detection.
   void mark_active();
   // True when no fiber is ready and no task is queued for this worker (what on_out_of_work means).
@@ -192,6 +203,10 @@ class worker {
   task_record* free_tasks_ = nullptr;                       // owner only
   std::atomic<task_record*> returned_tasks_{nullptr};       // freed by other workers, LIFO stack
   std::vector<fiber_rec*> blocked_;                         // fibers waiting for the next network progress
+  std::vector<fiber_rec*> room_blocked_;                    // fibers waiting for room (wait_for_room)
+  const std::atomic<std::uint64_t>* room_ = nullptr;        // what they wait on to change
+  std::uint64_t room_seen_ = 0;                             // its oldest value a waiter saw
+  std::uint64_t room_blocked_since_ns_ = 0;                 // when the first of them began waiting
   std::uint64_t idle_since_ns_ = 0;                         // when the worker last ran out of work (0: it is busy)
   unsigned idle_spins_ = 0;
   int sleep_backoff_ = 0;

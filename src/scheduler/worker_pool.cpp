@@ -77,7 +77,7 @@ bool worker_pool::has_work(const worker& w) const {
 #if !RILL_TSAN  // (under TSan notify() pairs with the announcement through an RMW instead)
   std::atomic_thread_fence(std::memory_order_seq_cst);  // after the sleeper's announcement
 #endif
-  if (w.has_local_work()) return true;
+  if (w.has_local_work() || w.room_came()) return true;
   // A channel wakes for its own work only (it does not poll); a worker for arrivals and for what
   // workers take (or steal).
   if (w.role() == thread_role::io) return io_work_.nonempty(std::memory_order_seq_cst);

@@ -103,13 +103,14 @@ class local_endpoint final : public endpoint {
   bool has_input() const override { return has_data_.load(std::memory_order_seq_cst); }
 
   void on_arrival(std::function<void()> wake) override { wake_ = std::move(wake); }
+  const std::atomic<std::uint64_t>* room() const override { return &room_; }
 
  private:
   void deliver(incoming msg) {
     {
       std::lock_guard g(lock_);
       if (drop_one_in_ != 0 && !must_arrive_(msg.bytes) && rng_() % drop_one_in_ == 0) {
-        in_flight_from_[static_cast<std::size_t>(msg.source)].fetch_sub(1, std::memory_order_acq_rel);
+        taken_from(msg.source);
         return;  // lost
       }
       const int polls = chaos_ ? std::uniform_int_distribution<int>(0, 8)(rng_) : 0;
@@ -120,8 +121,18 @@ class local_endpoint final : public endpoint {
     if (wake_) wake_();
   }
 
+  // A buffer from `source` left this rank's queue: if that made room where there was none, the
+  // sender may be asleep waiting for it (endpoint::room).
+  void taken_from(int source) {
+    if (in_flight_from_[static_cast<std::size_t>(source)].fetch_sub(1, std::memory_order_acq_rel) != queue_limit_)
+      return;
+    local_endpoint& from = *peers_[static_cast<std::size_t>(source)];
+    from.room_.fetch_add(1, std::memory_order_seq_cst);
+    if (from.wake_) from.wake_();
+  }
+
   void release(std::vector<incoming>& out, incoming msg) {
-    in_flight_from_[static_cast<std::size_t>(msg.source)].fetch_sub(1, std::memory_order_acq_rel);
+    taken_from(msg.source);
     out.push_back(std::move(msg));
     if (++received_ == stall_after_) stalled_.store(true, std::memory_order_release);
   }
@@ -144,6 +155,7 @@ class local_endpoint final : public endpoint {
   std::deque<held_buffer> inbox_;
   std::atomic<bool> has_data_{false};
   std::function<void()> wake_;
+  std::atomic<std::uint64_t> room_{0};  // endpoint::room
 };
 
 class local_transport final : public transport {

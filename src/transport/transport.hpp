@@ -5,6 +5,7 @@
 // Delivery is exactly once, in no guaranteed order.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -68,6 +69,11 @@ class endpoint {
   virtual bool has_input() const = 0;
   // Called (from any thread) when a buffer arrives for this endpoint; used to wake sleepers.
   virtual void on_arrival(std::function<void()> wake) = 0;
+  // Where the endpoint can tell when a destination whose queue refused this endpoint's sends has
+  // room again: a counter it bumps then, calling the on_arrival wake after, so that a refused
+  // sender may sleep until it changes. nullptr where it cannot (MPI, whose room comes from the
+  // sender's own polls): the sender tries again after each poll.
+  virtual const std::atomic<std::uint64_t>* room() const { return nullptr; }
   // The largest buffer this endpoint carries (try_send's and try_send_lent's callers keep to it).
   virtual std::size_t max_buffer_bytes() const { return SIZE_MAX; }
 

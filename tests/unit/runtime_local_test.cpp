@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -738,6 +739,35 @@ TEST(RuntimeLocal, StatsCountMessages) {
   EXPECT_EQ(got.load(), 100);
   EXPECT_EQ(sent.load(), 100u);
   EXPECT_GE(buffers.load(), 1u);
+}
+
+// Back-pressure on the local transport waits for room: a sender refused by a full queue sleeps
+// until the receiver takes a buffer of its out (or a retry interval passes), instead of trying
+// again after every poll of its worker -- which, with more ranks than cores, kept the core from
+// the receiver that had to drain (the demo's tree at 256 ranks took minutes). Rank 1's handler
+// holds its only worker for 1 ms a message; rank 0 sends 40 messages, each in a buffer of its own,
+// through a queue of one buffer: about one refused try a buffer, where retrying at every poll
+// made hundreds.
+TEST(RuntimeLocal, ARefusedSendWaitsForRoomInsteadOfRetryingAtEveryPoll) {
+  static std::atomic<int> got{0};
+  got = 0;
+  constexpr int sends = 40;
+  auto rt = make_runtime({"--rill:ranks=2", "--rill:workers=1", "--rill:queue-buffers=1"});
+  std::uint64_t refused = 0;
+  rt->run([&] {
+    for (int i = 0; i < sends; ++i) {
+      rill::am::send(1, [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        got.fetch_add(1);
+      });
+      rill::am::flush();
+    }
+    for (const rill::counter& c : rill::counters())
+      if (c.layer == "messages" && c.name == "sends_refused") refused = c.value;
+  });
+  EXPECT_EQ(got.load(), sends);
+  EXPECT_GE(refused, 1u);  // (the queue of one was full: the test tests what it says)
+  EXPECT_LE(refused, 4u * sends + 8) << "a refused send tried again without waiting for room";
 }
 
 // ---- fatal paths ---------------------------------------------------------------------------
