@@ -511,6 +511,7 @@ void worker::wait_for_room(const std::atomic<std::uint64_t>& room, std::uint64_t
     return;
   }
   fiber_rec* self = current_;
+  mark_active();  // (a send from an idle worker's hooks: it is work not yet done, for termination)
   if (room_blocked_.empty()) {
     room_ = &room;
     room_seen_ = seen;

@@ -86,12 +86,15 @@ class worker {
   // rank's sends has room again) differs from `seen`, read before the refused try. Meanwhile the
   // worker runs other work, and with none it sleeps instead of retrying: a refused sender that
   // retried after every poll kept its core from the destination that had to drain (with more
-  // ranks than cores, the receiver got one slice in N). Retried after room_retry_ns in any case,
-  // so that a send to a rank that stopped draining keeps reporting its wait (delivery_audit).
+  // ranks than cores, the receiver got one slice in N). Retried at the first wake-up after
+  // room_retry_ns in any case (a sleep lasts at most 5 ms), so that a send to a rank that stopped
+  // draining keeps reporting its wait (delivery_audit).
   // A channel waits for progress instead (it does not poll; see progress_and_release).
   void wait_for_room(const std::atomic<std::uint64_t>& room, std::uint64_t seen);
   // Whether fibers wait for room and it has come (or they waited room_retry_ns).
   bool room_came() const;
+  // Whether fibers wait for room (the worker is idle only for want of it).
+  bool waiting_for_room() const { return !room_blocked_.empty(); }
   // Marks the worker busy (not idle) for termination detection.
   void mark_active();
   // True when no fiber is ready and no task is queued for this worker (what on_out_of_work means).

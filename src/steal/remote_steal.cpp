@@ -64,8 +64,10 @@ int remote_steal::pick_victim() {
 }
 
 void remote_steal::on_idle(worker& w) {
-  // A channel is idle while the workers may be busy: only an idle worker asks for more work.
-  if (w.channel()) return;
+  // A channel is idle while the workers may be busy: only an idle worker asks for more work. One
+  // whose fibers wait for room to send is not idle: work taken now would queue more sends behind
+  // the same full queue.
+  if (w.channel() || w.waiting_for_room()) return;
   if (!armed_.load(std::memory_order_relaxed) || asking_.load(std::memory_order_relaxed)) return;
   const std::uint64_t now = steady_now_ns();
   if (now < next_try_ns_.load(std::memory_order_relaxed)) return;

@@ -71,31 +71,36 @@ class local_endpoint final : public endpoint {
 
   std::size_t poll(std::vector<incoming>& out, std::size_t max) override {
     if (!has_data_.load(std::memory_order_acquire)) return 0;
-    std::lock_guard g(lock_);
+    std::vector<int> roomed;  // senders whose full queue here has room again
     std::size_t n = 0;
-    const std::uint64_t now = delay_ns_ ? steady_now_ns() : 0;
-    if (!chaos_) {
-      while (n < max && !inbox_.empty() && inbox_.front().due_ns <= now && !stalled_.load(std::memory_order_relaxed)) {
-        release(out, std::move(inbox_.front().msg));
-        inbox_.pop_front();
-        ++n;
-      }
-    } else {
-      for (auto& h : inbox_) h.polls_left = std::max(0, h.polls_left - 1);
-      // Release a random batch of the buffers whose delay has run out, in random order.
-      std::shuffle(inbox_.begin(), inbox_.end(), rng_);
-      const std::size_t batch = std::uniform_int_distribution<std::size_t>(1, std::max<std::size_t>(1, max))(rng_);
-      for (auto it = inbox_.begin(); it != inbox_.end() && n < batch && !stalled_.load(std::memory_order_relaxed);) {
-        if (it->polls_left == 0 && it->due_ns <= now) {
-          release(out, std::move(it->msg));
-          it = inbox_.erase(it);
+    {
+      std::lock_guard g(lock_);
+      const std::uint64_t now = delay_ns_ ? steady_now_ns() : 0;
+      if (!chaos_) {
+        while (n < max && !inbox_.empty() && inbox_.front().due_ns <= now &&
+               !stalled_.load(std::memory_order_relaxed)) {
+          release(out, std::move(inbox_.front().msg), roomed);
+          inbox_.pop_front();
           ++n;
-        } else {
-          ++it;
+        }
+      } else {
+        for (auto& h : inbox_) h.polls_left = std::max(0, h.polls_left - 1);
+        // Release a random batch of the buffers whose delay has run out, in random order.
+        std::shuffle(inbox_.begin(), inbox_.end(), rng_);
+        const std::size_t batch = std::uniform_int_distribution<std::size_t>(1, std::max<std::size_t>(1, max))(rng_);
+        for (auto it = inbox_.begin(); it != inbox_.end() && n < batch && !stalled_.load(std::memory_order_relaxed);) {
+          if (it->polls_left == 0 && it->due_ns <= now) {
+            release(out, std::move(it->msg), roomed);
+            it = inbox_.erase(it);
+            ++n;
+          } else {
+            ++it;
+          }
         }
       }
+      has_data_.store(!inbox_.empty() && !stalled_.load(std::memory_order_relaxed), std::memory_order_release);
     }
-    has_data_.store(!inbox_.empty() && !stalled_.load(std::memory_order_relaxed), std::memory_order_release);
+    for (const int source : roomed) room_for(source);
     return n;
   }
 
@@ -107,32 +112,42 @@ class local_endpoint final : public endpoint {
 
  private:
   void deliver(incoming msg) {
+    bool lost = false;
     {
       std::lock_guard g(lock_);
       if (drop_one_in_ != 0 && !must_arrive_(msg.bytes) && rng_() % drop_one_in_ == 0) {
-        taken_from(msg.source);
-        return;  // lost
+        lost = true;
+      } else {
+        const int polls = chaos_ ? std::uniform_int_distribution<int>(0, 8)(rng_) : 0;
+        inbox_.push_back({std::move(msg), polls, delay_ns_ ? steady_now_ns() + delay_ns_ : 0});
+        if (stalled_.load(std::memory_order_relaxed)) return;  // held for good: nothing to wake for
+        has_data_.store(true, std::memory_order_release);
       }
-      const int polls = chaos_ ? std::uniform_int_distribution<int>(0, 8)(rng_) : 0;
-      inbox_.push_back({std::move(msg), polls, delay_ns_ ? steady_now_ns() + delay_ns_ : 0});
-      if (stalled_.load(std::memory_order_relaxed)) return;  // held for good: nothing to wake for
-      has_data_.store(true, std::memory_order_release);
     }
-    if (wake_) wake_();
+    if (!lost) {
+      if (wake_) wake_();
+    } else if (taken_from(msg.source)) {
+      room_for(msg.source);
+    }
   }
 
-  // A buffer from `source` left this rank's queue: if that made room where there was none, the
-  // sender may be asleep waiting for it (endpoint::room).
-  void taken_from(int source) {
-    if (in_flight_from_[static_cast<std::size_t>(source)].fetch_sub(1, std::memory_order_acq_rel) != queue_limit_)
-      return;
+  // A buffer from `source` left this rank's queue; true if that made room where there was none
+  // (then the caller tells the sender, once it has let go of lock_: room_for).
+  bool taken_from(int source) {
+    return in_flight_from_[static_cast<std::size_t>(source)].fetch_sub(1, std::memory_order_acq_rel) == queue_limit_;
+  }
+
+  // Tells `source`, whose queue here was full, that it has room (endpoint::room): it may be asleep
+  // waiting for it. Never under lock_: the wake may take the sender's sleep lock, and every
+  // sender's deliver() here waits for lock_.
+  void room_for(int source) {
     local_endpoint& from = *peers_[static_cast<std::size_t>(source)];
     from.room_.fetch_add(1, std::memory_order_seq_cst);
     if (from.wake_) from.wake_();
   }
 
-  void release(std::vector<incoming>& out, incoming msg) {
-    taken_from(msg.source);
+  void release(std::vector<incoming>& out, incoming msg, std::vector<int>& roomed) {
+    if (taken_from(msg.source)) roomed.push_back(msg.source);
     out.push_back(std::move(msg));
     if (++received_ == stall_after_) stalled_.store(true, std::memory_order_release);
   }
