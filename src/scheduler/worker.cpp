@@ -495,6 +495,10 @@ void worker::wait_for_progress() {
   fiber_rec* self = current_;
   if (channel_ && blocked_.empty()) blocked_at_polls_ = pool_.worker_polls();
   blocked_.push_back(self);
+  suspend_waiting(self);
+}
+
+void worker::suspend_waiting(fiber_rec* self) {
   fiber_rec* next = credit_.units ? nullptr : take_ready();  // held credit: via the loop
   if (!next) next = spare_fiber();
   suspend_to(self, next);
@@ -519,9 +523,7 @@ void worker::wait_for_room(const std::atomic<std::uint64_t>& room, std::uint64_t
   }
   room_seen_ = std::min(room_seen_, seen);  // (one counter per rank: its values only grow)
   room_blocked_.push_back(self);
-  fiber_rec* next = credit_.units ? nullptr : take_ready();  // held credit: via the loop
-  if (!next) next = spare_fiber();
-  suspend_to(self, next);
+  suspend_waiting(self);
 }
 
 bool worker::room_came() const {

@@ -155,6 +155,9 @@ class worker {
   fiber_rec* take_ready();
   void push_local(fiber_rec* f);
   fiber_rec* spare_fiber();
+  // Switches from `self`, which a waiting list holds (blocked_, room_blocked_), to a ready fiber or
+  // a spare one that runs the loop.
+  void suspend_waiting(fiber_rec* self);
   fiber_rec* new_fiber();
   void idle_step();
   void reset_idle();

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -745,9 +744,10 @@ TEST(RuntimeLocal, StatsCountMessages) {
 // until the receiver takes a buffer of its out (or a retry interval passes), instead of trying
 // again after every poll of its worker -- which, with more ranks than cores, kept the core from
 // the receiver that had to drain (the demo's tree at 256 ranks took minutes). Rank 1's handler
-// holds its only worker for 1 ms a message; rank 0 sends 40 messages, each in a buffer of its own,
-// through a queue of one buffer: about one refused try a buffer, where retrying at every poll
-// made hundreds.
+// holds its only worker with a few million steps of arithmetic a message (about a millisecond;
+// work, not a sleep, so the hold is the same on any machine in steps, just slower under the
+// sanitizers); rank 0 sends 40 messages, each in a buffer of its own, through a queue of one
+// buffer: about one refused try a buffer, where retrying at every poll made hundreds of thousands.
 TEST(RuntimeLocal, ARefusedSendWaitsForRoomInsteadOfRetryingAtEveryPoll) {
   static std::atomic<int> got{0};
   got = 0;
@@ -757,7 +757,8 @@ TEST(RuntimeLocal, ARefusedSendWaitsForRoomInsteadOfRetryingAtEveryPoll) {
   rt->run([&] {
     for (int i = 0; i < sends; ++i) {
       rill::am::send(1, [] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        volatile std::uint64_t x = 0;
+        for (std::uint64_t k = 0; k < 2'000'000; ++k) x = x + k;
         got.fetch_add(1);
       });
       rill::am::flush();
