@@ -19,6 +19,8 @@ class stack_pool {
   stack_pool(const stack_pool&) = delete;
   stack_pool& operator=(const stack_pool&) = delete;
 
+  // A stack of at least stack_bytes(), its top a different number of cache lines into a page from
+  // the stacks made before it (see get()); the guard page lies right below it.
   boost::context::stack_context get();
   void put(boost::context::stack_context sc);
   std::size_t stack_bytes() const { return bytes_; }
