@@ -2,44 +2,15 @@
 
 #include <pthread.h>
 
-#if RILL_ASAN
-#include <sanitizer/common_interface_defs.h>
-#endif
-#if RILL_TSAN
-#include <sanitizer/tsan_interface.h>
-#endif
-
 namespace rill::detail {
 
 namespace bc = boost::context::detail;
 
 namespace {
 
-// Lives on the switching fiber's stack for the duration of a switch: the resumed side reads it
-// first thing, while the switching fiber is certainly suspended.
-struct handoff {
-  fiber_rec* from;
-  fiber_rec* to;
-};
-
-void before_switch([[maybe_unused]] fiber_rec* to, [[maybe_unused]] void** fake_stack) {
-#if RILL_ASAN
-  __sanitizer_start_switch_fiber(fake_stack, to->stack_bottom, to->stack_size);
-#endif
-#if RILL_TSAN
-  __tsan_switch_to_fiber(to->tsan_fiber, 0);
-#endif
-}
-
-void after_switch([[maybe_unused]] void* fake_stack) {
-#if RILL_ASAN
-  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
-#endif
-}
-
 void trampoline(bc::transfer_t t) {
   after_switch(nullptr);
-  auto* h = static_cast<handoff*>(t.data);
+  auto* h = static_cast<fiber_handoff*>(t.data);
   h->from->ctx = t.fctx;
   fiber_rec* self = h->to;
   self->entry(self);  // never returns: the entry ends with exit_fiber()
@@ -73,20 +44,9 @@ void make_fiber(fiber_rec& f, boost::context::stack_context stack) {
 #endif
 }
 
-void switch_fiber(fiber_rec* from, fiber_rec* to) {
-  void* fake_stack = nullptr;  // this fiber's ASan fake stack, kept on its own stack while away
-  before_switch(to, &fake_stack);
-  handoff h{from, to};
-  const bc::transfer_t t = bc::jump_fcontext(to->ctx, &h);
-  // Resumed: store the context of whoever switched to us.
-  auto* back = static_cast<handoff*>(t.data);
-  back->from->ctx = t.fctx;
-  after_switch(fake_stack);
-}
-
 void exit_fiber(fiber_rec* self, fiber_rec* to) {
   before_switch(to, nullptr);  // a null fake-stack slot tells ASan this stack is finished
-  handoff h{self, to};
+  fiber_handoff h{self, to};
   bc::jump_fcontext(to->ctx, &h);
   __builtin_trap();  // nobody resumes an ended fiber
 }

@@ -99,15 +99,6 @@ void worker::return_task(task_record* t) {
   } while (!returned_tasks_.compare_exchange_weak(head, t, std::memory_order_release, std::memory_order_relaxed));
 }
 
-void worker::push_local(fiber_rec* f) {
-  f->next = nullptr;
-  if (local_ready_tail_)
-    local_ready_tail_->next = f;
-  else
-    local_ready_head_ = f;
-  local_ready_tail_ = f;
-}
-
 void worker::make_ready(fiber_rec* f) {
   if (tls_worker == this) {
     push_local(f);
@@ -120,28 +111,19 @@ void worker::make_ready(fiber_rec* f) {
   pool_.notify_thread_of(*this);
 }
 
-fiber_rec* worker::take_ready() {
-  if (!local_ready_head_ && remote_ready_.load(std::memory_order_relaxed) != nullptr) {
-    // Move the remote LIFO stack to the local FIFO, restoring arrival order.
-    fiber_rec* f = remote_ready_.exchange(nullptr, std::memory_order_acquire);
-    fiber_rec* reversed = nullptr;
-    while (f) {
-      fiber_rec* next = f->next;
-      f->next = reversed;
-      reversed = f;
-      f = next;
-    }
-    local_ready_head_ = reversed;
-    local_ready_tail_ = reversed;
-    while (local_ready_tail_ && local_ready_tail_->next) local_ready_tail_ = local_ready_tail_->next;
+bool worker::take_remote_ready() {
+  if (remote_ready_.load(std::memory_order_relaxed) == nullptr) return false;
+  // Move the remote LIFO stack to the local FIFO, restoring arrival order.
+  fiber_rec* f = remote_ready_.exchange(nullptr, std::memory_order_acquire);
+  fiber_rec* reversed = nullptr;
+  while (f) {
+    fiber_rec* next = f->next;
+    f->next = reversed;
+    reversed = f;
+    f = next;
   }
-  fiber_rec* f = local_ready_head_;
-  if (f) {
-    local_ready_head_ = f->next;
-    if (!local_ready_head_) local_ready_tail_ = nullptr;
-    f->next = nullptr;
-  }
-  return f;
+  for (; reversed; reversed = reversed->next) local_ready_.push(reversed);
+  return true;
 }
 
 bool worker::has_local_work() const {
@@ -151,7 +133,7 @@ bool worker::has_local_work() const {
 }
 
 bool worker::out_of_work() const {
-  return !local_ready_head_ && remote_ready_.load(std::memory_order_relaxed) == nullptr && deque_.empty() &&
+  return local_ready_.empty() && remote_ready_.load(std::memory_order_relaxed) == nullptr && deque_.empty() &&
          !pool_.has_injected();
 }
 
@@ -207,7 +189,7 @@ void worker::loop() {
     if (services.stopping()) return;
     // Fibers that keep waking each other must not keep the network waiting: poll every
     // poll_every-th resumption too, before a fiber is taken from the queue.
-    if (poll_due_ || (local_ready_head_ && poll_tick())) {
+    if (poll_due_ || (!local_ready_.empty() && poll_tick())) {
       poll_due_ = false;
       progress_and_release();
     }
@@ -247,7 +229,7 @@ void worker::loop() {
     if (credit_.units) return_credit();
     if (!channel_ || channel_sent_) services.on_out_of_work(*this);
     channel_sent_ = false;
-    if (progress_and_release() || local_ready_head_) {  // never idle with ready fibers
+    if (progress_and_release() || !local_ready_.empty()) {  // never idle with ready fibers
       reset_idle();
       continue;
     }
@@ -276,6 +258,7 @@ void worker::run_task_traced(task_record* t) {
 
 inline void worker::run_task_body(task_record* t) {
   void* const scope = t->scope;
+  current_->task_data = t->storage;
   if (credit_.units && scope != credit_.scope) return_credit();
   if (!scope) {
     try {
