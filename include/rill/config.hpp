@@ -25,6 +25,10 @@ enum class unobserved_policy { fatal, warn, ignore };
 // The order in which a rank's I/O threads take external I/O that is ready, per device: elevator
 // (by file, then offset, in one sweep) or fifo (as it became ready).
 enum class io_order { elevator, fifo };
+// Whether a rank's workers are bound to cores (--rill:bind): none (the kernel places them) or
+// cores (one core each, taken in turn, so that workers share a core only when there are more
+// workers than cores).
+enum class bind_policy { none, cores };
 // Faults the local transport injects on purpose (--rill:faults; docs/debugging.md#fault-injection),
 // so that tests see what the runtime detects when a network misbehaves. Seeded by --rill:chaos.
 struct fault_plan {

@@ -47,6 +47,10 @@
     "under TSan)")                                                                                                    \
   X(scheduler, "idle-poll-us", idle_poll_us, std::uint64_t, 5000, number(0, 60'000'000), from_config, per_rank,       \
     "microseconds an idle worker keeps polling before it sleeps (ranks woken by arrivals: at most 50)")               \
+  X(scheduler, "bind", bind, bind_policy, bind_policy::none, bind_names, from_config, per_rank,                       \
+    "none (the kernel places the worker threads) or cores: each worker is bound to a core of those the process may "  \
+    "run on, taken in turn by the process's ranks (under mpi, after the cores of the processes before it on the "     \
+    "node, unless the launcher bound it), so that workers share a core only when there are more than cores")         \
   X(scheduler, "inline-queue", inline_queue, std::int64_t, 16, number(0, std::int64_t{1} << 40), from_config,         \
     per_rank,                                                                                                         \
     "tasks queued on a worker from which a task spawned with rill::may_inline runs at once on the spawner's stack "   \

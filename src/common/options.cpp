@@ -265,6 +265,8 @@ constexpr auto tag_check_names =
 constexpr auto unobserved_names = word_list(word<unobserved_policy>{"fatal", unobserved_policy::fatal},
                                             word<unobserved_policy>{"warn", unobserved_policy::warn},
                                             word<unobserved_policy>{"ignore", unobserved_policy::ignore});
+constexpr auto bind_names =
+    word_list(word<bind_policy>{"none", bind_policy::none}, word<bind_policy>{"cores", bind_policy::cores});
 constexpr auto io_order_names =
     word_list(word<io_order>{"elevator", io_order::elevator}, word<io_order>{"fifo", io_order::fifo});
 constexpr auto log_levels =

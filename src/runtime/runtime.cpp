@@ -13,6 +13,7 @@
 #include "events/events_module.hpp"
 #include "global/global_module.hpp"
 #include "machine/machine.hpp"
+#include "machine/worker_binding.hpp"
 #include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
 #include "rill/error.hpp"
@@ -125,6 +126,11 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   for (detail::endpoint* ep : impl_->transport->local_endpoints()) {
     impl_->ranks.push_back(std::make_unique<detail::rank_core>(*ep, cfg));
     detail::add_builtin_modules(*impl_->ranks.back(), cfg, machine);
+  }
+  if (cfg.bind == bind_policy::cores) {
+    const auto cores =
+        detail::worker_cores(static_cast<int>(impl_->ranks.size()), cfg.workers, impl_->transport->node_index());
+    for (std::size_t i = 0; i < impl_->ranks.size(); ++i) impl_->ranks[i]->pool().bind_workers(cores[i]);
   }
   // Collective too: the global-memory segments, and which of them this process can address.
   const detail::segment_memory memory = impl_->transport->map_segments(cfg.segment_bytes, cfg.shared_segments);

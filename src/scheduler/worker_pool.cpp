@@ -2,14 +2,34 @@
 
 #include <pthread.h>
 
+#include <fmt/ranges.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
+#include "common/log.hpp"
 #include "scheduler/fault_report.hpp"
 
 namespace rill::detail {
+
+namespace {
+
+// Binds the calling thread to `cores` (OS processor indices). A refusal (a processor taken away
+// since start-up, a container's limits) leaves the thread where the kernel puts it, with a warning.
+void bind_this_thread(const std::vector<int>& cores, const std::string& name) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cores)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  if (const int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set); rc != 0)
+    log().warn("--rill:bind: cannot bind {} to processors {}: {}", name, fmt::join(cores, ","), std::strerror(rc));
+}
+
+}  // namespace
 
 worker_pool::worker_pool(rank_services& services, int workers, int channels, int io_threads, std::size_t stack_bytes,
                          std::uint64_t idle_poll_us, std::int64_t inline_queue)
@@ -27,7 +47,10 @@ worker_pool::~worker_pool() = default;
 void worker_pool::start(int rank) {
   for (auto& w : threads_) {
     worker* raw = w.get();
-    raw->thread_ = std::thread([raw, rank, workers = workers_, channels = channels_] {
+    std::vector<int> cores;
+    if (raw->role() == thread_role::worker && static_cast<std::size_t>(raw->index()) < worker_cores_.size())
+      cores = worker_cores_[static_cast<std::size_t>(raw->index())];
+    raw->thread_ = std::thread([raw, rank, workers = workers_, channels = channels_, cores = std::move(cores)] {
       std::string name = "rill-r" + std::to_string(rank);
       switch (raw->role()) {
         case thread_role::worker: name += "w" + std::to_string(raw->index()); break;
@@ -35,6 +58,7 @@ void worker_pool::start(int rank) {
         case thread_role::io: name += "io" + std::to_string(raw->index() - workers - channels); break;
       }
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      if (!cores.empty()) bind_this_thread(cores, name);
       prepare_fault_report(rank);
       raw->thread_main();
     });

@@ -52,6 +52,8 @@ class worker_pool {
   ~worker_pool();
 
   void start(int rank);  // launches the worker threads
+  // Before start(): worker i runs only on the processors cores[i] (OS indices; --rill:bind).
+  void bind_workers(std::vector<std::vector<int>> cores) { worker_cores_ = std::move(cores); }
   void join();
 
   // The workers (indices 0 .. size() - 1), which run tasks and steal from each other.
@@ -132,6 +134,7 @@ class worker_pool {
   const int workers_;
   const int channels_;
   std::vector<std::unique_ptr<worker>> threads_;  // the workers, then the channels, then the I/O threads
+  std::vector<std::vector<int>> worker_cores_;    // per worker, the processors it is bound to (empty: unbound)
   const std::uint64_t idle_poll_ns_;
   locked_task_queue injected_;
   locked_task_queue channel_work_;

@@ -61,6 +61,7 @@ class mpi_transport final : public transport {
     MPI_Comm node;
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &ranks_on_node_);
+    MPI_Comm_rank(node, &node_index_);
     ep_ = std::make_unique<mpi_endpoint>(comm_, cfg, deep);
     if (ranks_on_node_ > 1 && cfg.node_ring_bytes > 0) connect_node_rings(node, cfg.node_ring_bytes);
     MPI_Comm_free(&node);
@@ -82,6 +83,7 @@ class mpi_transport final : public transport {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return std::max(1, cores / std::max(1, ranks_on_node_));
   }
+  int node_index() const override { return node_index_; }
 
   std::vector<std::string> gather_from_all_ranks(const std::string& mine) override {
     int n = 0;
@@ -303,6 +305,7 @@ class mpi_transport final : public transport {
   std::unique_ptr<private_memory> private_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int ranks_on_node_ = 1;
+  int node_index_ = 0;
   std::unique_ptr<mpi_endpoint> ep_;
 };
 

@@ -105,6 +105,8 @@ class transport {
   virtual std::vector<endpoint*> local_endpoints() = 0;
   // Cores available to each rank of this process (for the default worker count).
   virtual int cores_per_rank() const = 0;
+  // This process's index among the processes of its node (mpi: its rank on the node; local: 0).
+  virtual int node_index() const { return 0; }
   // Collective start-up exchange: returns, indexed by rank, what each rank's process passed as
   // `mine` (the ranks of one process share its value). Used to describe the machine.
   virtual std::vector<std::string> gather_from_all_ranks(const std::string& mine) = 0;

@@ -56,6 +56,7 @@ const char* const all_names[] = {"ranks",
                                  "io-threads",
                                  "write-after-read",
                                  "io-order",
+                                 "bind",
                                  "io-depth",
                                  "io-direct",
                                  "io-fuse",
@@ -354,6 +355,14 @@ TEST_F(Options, IoQueue) {
   expect_usage_error("--rill:io-depth=-1", "io-depth");
   expect_usage_error("--rill:io-direct=lots", "io-direct");
   expect_usage_error("--rill:io-fuse=2G", "io-fuse");
+}
+
+TEST_F(Options, Bind) {
+  args d{"prog"};
+  EXPECT_EQ(parse(d).cfg.bind, rill::bind_policy::none);
+  args a{"prog", "--rill:bind=cores"};
+  EXPECT_EQ(parse(a).cfg.bind, rill::bind_policy::cores);
+  expect_usage_error("--rill:bind=sockets", "bind");
 }
 
 TEST_F(Options, MemoryKeep) {
