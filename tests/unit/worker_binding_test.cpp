@@ -4,12 +4,14 @@
 #include <sched.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "rill/rill.hpp"
 #include "test_argv.hpp"
@@ -45,6 +47,17 @@ struct observed {
   int cores_allowed = 0;  // whole cores this process may run on
 };
 
+std::string worker_name(int rank, int w) { return "rill-r" + std::to_string(rank) + "w" + std::to_string(w); }
+
+// Every worker thread of ranks x workers exists (a rank's threads start one after another: the
+// barrier below only says each rank has one running).
+bool all_workers_started(const std::map<std::string, cpus>& threads, int ranks, int workers) {
+  for (int r = 0; r < ranks; ++r)
+    for (int w = 0; w < workers; ++w)
+      if (!threads.count(worker_name(r, w))) return false;
+  return true;
+}
+
 // Runs ranks x workers with `bind`, and has rank 0 look at every rank's threads once all run.
 observed run_and_look(const std::string& bind, int ranks, int workers) {
   rill_test::test_argv a(rill_test::command_line("worker_binding_test",
@@ -57,6 +70,10 @@ observed run_and_look(const std::string& bind, int ranks, int workers) {
     rill::team::world().barrier().wait();  // every rank's workers run
     if (rill::rank_me() == 0) {
       seen.threads = rill_threads();
+      for (int tries = 0; tries < 10000 && !all_workers_started(seen.threads, ranks, workers); ++tries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        seen.threads = rill_threads();
+      }
       const auto& node = rill::machine::get().nodes().at(0);
       const int per_core = std::max(1, node.pus / std::max(1, node.cores));
       seen.cores_allowed = static_cast<int>(process_cpus) / per_core;
@@ -66,8 +83,6 @@ observed run_and_look(const std::string& bind, int ranks, int workers) {
   });
   return seen;
 }
-
-std::string worker_name(int rank, int w) { return "rill-r" + std::to_string(rank) + "w" + std::to_string(w); }
 
 TEST(WorkerBinding, UnboundThreadsMayRunWhereTheProcessMay) {
   const cpus process = affinity_of(0);
