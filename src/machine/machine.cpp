@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "machine/machine_module.hpp"
+#include "machine/node_topology.hpp"
 #include "rill/error.hpp"
 #include "transport/transport.hpp"
 
@@ -38,25 +39,13 @@ rank_description describe_this_process(int workers) {
   d.host = host_name();
   d.process = fmt::format("{}:{}", d.host, static_cast<long>(getpid()));
   d.workers = workers;
-  hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) throw std::runtime_error("rill: hwloc_topology_init failed");
-  if (hwloc_topology_load(topo) != 0) {
-    hwloc_topology_destroy(topo);
-    throw std::runtime_error("rill: hwloc_topology_load failed");
-  }
+  const node_topology node;
+  hwloc_topology_t topo = node.get();
   d.cores = std::max(1, count_of(topo, HWLOC_OBJ_CORE));
   d.pus = std::max(d.cores, count_of(topo, HWLOC_OBJ_PU));
   d.numa_domains = std::max(1, count_of(topo, HWLOC_OBJ_NUMANODE));
   d.memory_bytes = hwloc_get_root_obj(topo)->total_memory;
-  d.bound_pus = d.pus;
-  if (hwloc_bitmap_t set = hwloc_bitmap_alloc()) {
-    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
-      const int w = hwloc_bitmap_weight(set);
-      if (w > 0) d.bound_pus = w;
-    }
-    hwloc_bitmap_free(set);
-  }
-  hwloc_topology_destroy(topo);
+  d.bound_pus = std::max(1, hwloc_bitmap_weight(node.allowed()));
   return d;
 }
 
