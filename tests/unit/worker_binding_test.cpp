@@ -1,14 +1,16 @@
 // --rill:bind (src/machine/worker_binding.*, worker_pool::bind_workers): the processors each thread
 // of a rank may run on, read from /proc/self/task while the ranks run.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/types.h>
 
-#include <chrono>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -49,31 +51,40 @@ struct observed {
 
 std::string worker_name(int rank, int w) { return "rill-r" + std::to_string(rank) + "w" + std::to_string(w); }
 
-// Every worker thread of ranks x workers exists (a rank's threads start one after another: the
-// barrier below only says each rank has one running).
-bool all_workers_started(const std::map<std::string, cpus>& threads, int ranks, int workers) {
-  for (int r = 0; r < ranks; ++r)
-    for (int w = 0; w < workers; ++w)
-      if (!threads.count(worker_name(r, w))) return false;
-  return true;
-}
-
-// Runs ranks x workers with `bind`, and has rank 0 look at every rank's threads once all run.
+// Runs ranks x workers with `bind`. Each worker reports where it may run from its own thread: each
+// rank spawns one task per worker, and each task waits (holding its thread) until as many
+// different threads of its rank have reported, so every worker must take one. Then rank 0 adds
+// the channels and I/O threads it finds in /proc.
 observed run_and_look(const std::string& bind, int ranks, int workers) {
   rill_test::test_argv a(rill_test::command_line("worker_binding_test",
                                                  {"--rill:bind=" + bind, "--rill:ranks=" + std::to_string(ranks),
                                                   "--rill:workers=" + std::to_string(workers), "--rill:channels=1"}));
   rill::runtime rt(a.argc, a.ptrs.data());
   observed seen;
+  std::mutex lock;                                                          // guards seen.threads
+  std::vector<std::atomic<int>> reported(static_cast<std::size_t>(ranks));  // per rank
   const std::size_t process_cpus = affinity_of(0).size();
   rt.run_spmd([&] {
-    rill::team::world().barrier().wait();  // every rank's workers run
+    std::atomic<int>& mine = reported[static_cast<std::size_t>(rill::rank_me())];
+    rill::latch all_reported(workers);
+    for (int w = 0; w < workers; ++w) {
+      rill::spawn([&] {
+        char name[16] = {};
+        pthread_getname_np(pthread_self(), name, sizeof(name));
+        {
+          std::lock_guard g(lock);
+          seen.threads[name] = affinity_of(0);
+        }
+        mine.fetch_add(1);
+        while (mine.load() < workers) std::this_thread::yield();  // the others take the other tasks
+        all_reported.count_down();
+      });
+    }
+    all_reported.wait();
+    rill::team::world().barrier().wait();
     if (rill::rank_me() == 0) {
-      seen.threads = rill_threads();
-      for (int tries = 0; tries < 10000 && !all_workers_started(seen.threads, ranks, workers); ++tries) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        seen.threads = rill_threads();
-      }
+      for (auto& [name, where] : rill_threads())
+        if (name.find('w') == std::string::npos) seen.threads[name] = where;  // channels, I/O threads
       const auto& node = rill::machine::get().nodes().at(0);
       const int per_core = std::max(1, node.pus / std::max(1, node.cores));
       seen.cores_allowed = static_cast<int>(process_cpus) / per_core;
