@@ -144,6 +144,12 @@ struct am_handler {
   }
 };
 
+// The same, for a message that may run on the receiving rank's progress thread (am::send_inline).
+template <class F, class... Args>
+struct am_inline_handler : am_handler<F, Args...> {
+  static constexpr bool on_progress = true;
+};
+
 // What am::send and am::send_zero_copy require of their callable (decayed) and arguments.
 template <class Fn, class... Args>
 constexpr void check_sendable() {
@@ -160,32 +166,57 @@ constexpr void check_sendable() {
 
 }  // namespace rill::detail
 
+namespace rill::detail {
+
+// Sends fn(args...) to `dest` as a message of handler type H (am_handler or am_inline_handler).
+template <class H, class Fn, class F, class... Args>
+void send_as(int dest, F&& fn, Args&&... args) {
+  check_sendable<Fn, Args...>();
+  check_captures(dest, fn);
+  const std::uint32_t id = handler_id<H>::value;
+  if constexpr (all_trivially_copyable<std::decay_t<Args>...>) {
+    constexpr std::size_t bytes = H::fn_bytes + (std::size_t{0} + ... + sizeof(std::decay_t<Args>));
+    std::byte* out = am_reserve(dest, id, bytes);
+    store_callable<Fn>(out, fn);
+    std::size_t at = H::fn_bytes;
+    ((std::memcpy(out + at, static_cast<const void*>(&args), sizeof(std::decay_t<Args>)),
+      at += sizeof(std::decay_t<Args>)),
+     ...);
+    am_commit(dest);
+  } else {
+    check_payload_before_encoding(dest, H::fn_bytes, static_cast<const std::decay_t<Args>&>(args)...);
+    std::vector<std::byte>& buf = am_scratch();
+    buf.resize(am_payload_offset + H::fn_bytes);
+    store_callable<Fn>(buf.data() + am_payload_offset, fn);
+    serialize_into(buf, static_cast<const std::decay_t<Args>&>(args)...);
+    am_send_bytes(dest, id, std::move(buf));
+  }
+}
+
+}  // namespace rill::detail
+
 namespace rill::am {
 
 template <class F, class... Args>
 void send(int dest, F&& fn, Args&&... args) {
   using Fn = std::decay_t<F>;
-  detail::check_sendable<Fn, Args...>();
-  detail::check_captures(dest, fn);
-  using H = detail::am_handler<Fn, std::decay_t<Args>...>;
-  const std::uint32_t id = detail::handler_id<H>::value;
-  if constexpr (detail::all_trivially_copyable<std::decay_t<Args>...>) {
-    constexpr std::size_t bytes = H::fn_bytes + (std::size_t{0} + ... + sizeof(std::decay_t<Args>));
-    std::byte* out = detail::am_reserve(dest, id, bytes);
-    detail::store_callable<Fn>(out, fn);
-    std::size_t at = H::fn_bytes;
-    ((std::memcpy(out + at, static_cast<const void*>(&args), sizeof(std::decay_t<Args>)),
-      at += sizeof(std::decay_t<Args>)),
-     ...);
-    detail::am_commit(dest);
-  } else {
-    detail::check_payload_before_encoding(dest, H::fn_bytes, static_cast<const std::decay_t<Args>&>(args)...);
-    std::vector<std::byte>& buf = detail::am_scratch();
-    buf.resize(detail::am_payload_offset + H::fn_bytes);
-    detail::store_callable<Fn>(buf.data() + detail::am_payload_offset, fn);
-    detail::serialize_into(buf, static_cast<const std::decay_t<Args>&>(args)...);
-    detail::am_send_bytes(dest, id, std::move(buf));
-  }
+  detail::send_as<detail::am_handler<Fn, std::decay_t<Args>...>, Fn>(dest, std::forward<F>(fn),
+                                                                     std::forward<Args>(args)...);
+}
+
+// As send, for a handler that the destination may run at once, on its progress thread
+// (--rill:progress=thread), while every one of its workers runs a long task: what must not wait
+// for them -- a reply, a counter, a flag. (With --rill:progress=worker it runs on a worker, as
+// send's do.) Such a handler runs beside the rank's tasks, so it guards what it shares with them
+// (atomics, a lock), and it must not wait: it may send messages, trigger events, count down a
+// latch or spawn tasks, but a wait (rill::event::wait, a latch's wait, rill::yield) on the
+// progress thread ends the program naming the handler. Rill's own protocols (events, reservations,
+// finish, AGAS, remote operations, steals) send their messages this way.
+template <class F, class... Args>
+void send_inline(int dest, F&& fn, Args&&... args) {
+  using Fn = std::decay_t<F>;
+  detail::send_as<detail::am_inline_handler<Fn, std::decay_t<Args>...>, Fn>(dest, std::forward<F>(fn),
+                                                                            std::forward<Args>(args)...);
 }
 
 }  // namespace rill::am

@@ -267,6 +267,8 @@ constexpr auto unobserved_names = word_list(word<unobserved_policy>{"fatal", uno
                                             word<unobserved_policy>{"ignore", unobserved_policy::ignore});
 constexpr auto bind_names =
     word_list(word<bind_policy>{"none", bind_policy::none}, word<bind_policy>{"cores", bind_policy::cores});
+constexpr auto progress_names = word_list(word<progress_mode>{"worker", progress_mode::worker},
+                                          word<progress_mode>{"thread", progress_mode::thread});
 constexpr auto io_order_names =
     word_list(word<io_order>{"elevator", io_order::elevator}, word<io_order>{"fifo", io_order::fifo});
 constexpr auto log_levels =

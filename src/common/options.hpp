@@ -30,8 +30,11 @@ parsed_options parse_options(int& argc, char** argv);
 // rill/config_options.hpp), one "--rill:NAME=VALUE" line each: start-up compares them.
 std::string options_every_rank_must_share(const rill::config& c);
 
-// The threads a rank runs, workers, data-movement channels and I/O threads: per-thread state is sized by it.
-inline int threads_per_rank(const rill::config& c) { return c.workers + c.channels + c.io_threads; }
+// The threads a rank runs, workers, data-movement channels, I/O threads and its progress thread:
+// per-thread state is sized by it.
+inline int threads_per_rank(const rill::config& c) {
+  return c.workers + c.channels + c.io_threads + (c.progress == rill::progress_mode::thread ? 1 : 0);
+}
 
 // One line per option: name, default, meaning.
 std::string options_help();

@@ -10,9 +10,10 @@ rank_core::rank_core(endpoint& ep, const rill::config& cfg)
     : id_(ep.rank()),
       size_(ep.size()),
       msgr_(ep, pool_, cfg),
-      pool_(*this, cfg.workers, cfg.channels, cfg.io_threads, cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
+      pool_(*this, cfg.workers, cfg.channels, cfg.io_threads, cfg.progress == rill::progress_mode::thread,
+            cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
   modules().add_unowned(msgr_);
-  ep.on_arrival([this] { pool_.notify(); });
+  ep.on_arrival([this] { pool_.notify_arrival(); });
 }
 
 // The modules go first, the last added first: a module's state may refer to what lies below it

@@ -29,16 +29,17 @@ poison_ptr from_wire(const poison_wire& w) {
 }
 
 // ---- messages ---------------------------------------------------------------------------------
-// Every handler runs on a worker of the receiving rank; the sender is am::sender().
+// Every handler runs on the receiving rank's progress thread where it has one (send_inline: they do
+// not wait), else on a worker; the sender is am::sender().
 
 void send_subscribe(int owner, std::uint32_t slot, std::uint64_t gen) {
-  am::send(
+  am::send_inline(
       owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_subscribe(am::sender(), s, g); }, slot, gen);
 }
 
 // Tells the owner that a poisoned generation this rank triggered was observed here after all.
 void send_observed(int owner, std::uint32_t slot, std::uint64_t gen) {
-  am::send(
+  am::send_inline(
       owner, [](std::uint32_t s, std::uint64_t g) { table_here().on_observed(am::sender(), s, g); }, slot, gen);
 }
 
@@ -48,10 +49,10 @@ void send_now(int to) { current_messenger("rill::event").agg().flush(to); }
 
 void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::vector<poison_wire>& poisoned) {
   if (poisoned.empty()) {
-    am::send(
+    am::send_inline(
         to, [](std::uint32_t s, std::uint64_t t) { table_here().on_notify(am::sender(), s, t, {}); }, slot, through);
   } else {
-    am::send(
+    am::send_inline(
         to,
         [](std::uint32_t s, std::uint64_t t, const std::vector<poison_wire>& p) {
           table_here().on_notify(am::sender(), s, t, p);
@@ -67,14 +68,14 @@ void send_notify(int to, std::uint32_t slot, std::uint64_t through, const std::v
 void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison_ptr& cause, bool notify_me,
                   bool seen) {
   if (!cause) {
-    am::send(
+    am::send_inline(
         owner,
         [](std::uint32_t s, std::uint64_t g, bool again) {
           table_here().on_remote_trigger(am::sender(), s, g, nullptr, again);
         },
         slot, gen, notify_me);
   } else {
-    am::send(
+    am::send_inline(
         owner,
         [](std::uint32_t s, std::uint64_t g, bool again, bool seen, const poison_wire& p) {
           table_here().on_remote_trigger(am::sender(), s, g, from_wire(p), again, seen);

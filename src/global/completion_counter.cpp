@@ -65,11 +65,11 @@ void ack_completion(int owner, std::uintptr_t counter, const std::string* error)
     return;
   }
   if (!error) {
-    am::send(
+    am::send_inline(
         owner, [](std::uintptr_t c) { reinterpret_cast<completion_counter*>(c)->completed(nullptr); }, counter);
     return;
   }
-  am::send(
+  am::send_inline(
       owner,
       [](std::uintptr_t c, const std::string& why) { reinterpret_cast<completion_counter*>(c)->completed(&why); },
       counter, *error);

@@ -63,7 +63,7 @@ bool get_directly(int rank, std::uintptr_t src, void* dst, const transfer_shape&
 }
 
 void put_by_message(const void* src, int rank, std::uintptr_t dst, const transfer_shape& s, promise_ref<void> done) {
-  am::send(
+  am::send_inline(
       rank,
       [](std::uintptr_t d, transfer_shape sh, const std::vector<std::byte>& data, promise_ref<void> p) {
         try {
@@ -79,7 +79,7 @@ void put_by_message(const void* src, int rank, std::uintptr_t dst, const transfe
 }
 
 void get_by_message(int rank, std::uintptr_t src, void* dst, const transfer_shape& s, promise_ref<void> done) {
-  am::send(
+  am::send_inline(
       rank,
       [](std::uintptr_t from, transfer_shape sh, int requester, std::uintptr_t to, promise_ref<void> p) {
         std::vector<std::byte> data;
@@ -91,7 +91,7 @@ void get_by_message(int rank, std::uintptr_t src, void* dst, const transfer_shap
           p.poison(e.what(), "rill::rget");
           return;
         }
-        am::send(
+        am::send_inline(
             requester,
             [](std::uintptr_t t, transfer_shape shape, const std::vector<std::byte>& bytes, promise_ref<void> q) {
               unpack(reinterpret_cast<std::byte*>(t), shape.local_stride, bytes, shape);

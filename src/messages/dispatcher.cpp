@@ -56,12 +56,31 @@ std::shared_ptr<const void> dispatcher::pin(received_buffer& rb) {
   return rb.pinned;
 }
 
-dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int workers, aggregator& agg, delivery_counts& counts)
-    : ep_(ep), pool_(pool), agg_(agg), counts_(counts), id_(ep.rank()), received_(static_cast<std::size_t>(workers)) {}
+dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, aggregator& agg,
+                       delivery_counts& counts)
+    : ep_(ep),
+      pool_(pool),
+      agg_(agg),
+      counts_(counts),
+      id_(ep.rank()),
+      progress_thread_(progress_thread),
+      received_(static_cast<std::size_t>(threads)) {}
 
 bool dispatcher::progress(worker& w) {
-  // Messages a suspended handler left behind in its batch run first (see run_received).
+  // Messages a suspended handler left behind in its batch run first (see run_received), and on a
+  // worker where a progress thread polls, the messages it handed over (hand_to_workers).
   bool did = run_received(w);
+  const bool on_progress = w.role() == thread_role::progress;
+  if (progress_thread_ && !on_progress) {
+    if (has_handed() && take_handed(w, poll_batch)) {
+      w.mark_active();
+      run_received(w);
+      did = true;
+      if (agg_.any_buffered() && w.out_of_work()) agg_.flush_all();
+    }
+    if (agg_.any_buffered()) agg_.flush_aged(steady_now_ns());
+    return did;
+  }
   // Reused across polls (no allocation per arrival). Safe against a handler that waits: the batch
   // is moved into the worker's queue before any handler runs.
   thread_local std::vector<incoming> batch;
@@ -78,7 +97,8 @@ bool dispatcher::progress(worker& w) {
       counts_.add_received(in.source, counts.application);
       trace::instant<trace::kind::message_arrival>(0, static_cast<std::uint64_t>(in.source), bytes.size());
       queue.push_back(received_buffer{std::move(in), bytes, wire::buffer_header_bytes, counts.messages,
-                                      wire::first_sequence(bytes.data()), nullptr});
+                                      wire::first_sequence(bytes.data()), nullptr,
+                                      on_progress ? part::progress : part::all, 0});
     }
     run_received(w);
     did = true;
@@ -100,7 +120,10 @@ bool dispatcher::run_received(worker& w) {
   while (!queue.empty()) {
     received_buffer& rb = queue.front();
     if (rb.left == 0) {
-      ep_.recycle(std::move(rb.in.bytes));  // every handler has decoded its arguments
+      if (rb.for_workers > 0)
+        hand_to_workers(std::move(rb));
+      else
+        ep_.recycle(std::move(rb.in.bytes));  // every handler has decoded its arguments
       queue.pop_front();
       continue;
     }
@@ -108,6 +131,10 @@ bool dispatcher::run_received(worker& w) {
     const decoded_message m = next_message(rb.bytes, rb.at);
     const int source = rb.in.source;
     const std::uint32_t sequence = rb.sequence++;
+    if (rb.runs != part::all && handler_on_progress(m.id) != (rb.runs == part::progress)) {
+      if (rb.runs == part::progress) ++rb.for_workers;  // (on a worker: it ran on the progress thread)
+      continue;
+    }
     ran = true;
     fiber_rec* fiber = w.current_fiber();
     const int previous = fiber->message_source;
@@ -133,6 +160,35 @@ bool dispatcher::run_received(worker& w) {
     if (!m.control) worker_counters::bump(w.counters().messages_handled);
   }
   return ran;
+}
+
+void dispatcher::hand_to_workers(received_buffer&& rb) {
+  // A worker reads the buffer again from its start and runs what the progress thread left, at its
+  // next poll (every few tasks while busy, or as soon as it is woken). Until then its messages count
+  // as received and not handled, which keeps termination detection from ending the run.
+  rb.at = wire::buffer_header_bytes;
+  rb.left = wire::get<std::uint32_t>(rb.bytes.data() + 8);
+  rb.sequence = wire::first_sequence(rb.bytes.data());
+  rb.runs = part::workers;
+  rb.for_workers = 0;
+  {
+    std::lock_guard g(handed_lock_);
+    handed_.push_back(std::move(rb));
+    handed_count_.store(handed_.size(), std::memory_order_seq_cst);
+  }
+  pool_.notify();
+}
+
+bool dispatcher::take_handed(worker& w, std::size_t max) {
+  auto& queue = received_[static_cast<std::size_t>(w.index())];
+  std::lock_guard g(handed_lock_);
+  if (handed_.empty()) return false;
+  for (std::size_t i = 0; i < max && !handed_.empty(); ++i) {
+    queue.push_back(std::move(handed_.front()));
+    handed_.pop_front();
+  }
+  handed_count_.store(handed_.size(), std::memory_order_seq_cst);
+  return true;
 }
 
 }  // namespace rill::detail

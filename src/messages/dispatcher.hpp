@@ -1,10 +1,13 @@
 // A message's dispatch: the buffers a rank received, validated whole on arrival, then run message
-// by message, each by its registered handler, on the worker that polled them.
+// by message, each by its registered handler, on the worker that polled them. Where a progress
+// thread polls (--rill:progress=thread), it runs the messages whose handlers may run there
+// (handler_on_progress) and hands each buffer with others to the workers, which run those.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -18,14 +21,22 @@ namespace rill::detail {
 class dispatcher {
  public:
   // `pool` may be under construction: it is used only once workers run.
-  dispatcher(endpoint& ep, worker_pool& pool, int workers, aggregator& agg, delivery_counts& counts);
+  // `threads`: the rank's threads (per-thread queues); `progress_thread`: whether one of them polls
+  // for the workers.
+  dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, aggregator& agg,
+             delivery_counts& counts);
 
-  // Network progress on worker w: runs what a suspended handler left, polls the endpoint, runs the
-  // new buffers' handlers, and sends what they and others buffered when due. Returns whether it
-  // ran any handler.
+  // Network progress on thread w: runs what a suspended handler left, polls the endpoint (unless
+  // a progress thread polls for w), runs the new buffers' handlers, and sends what they and others
+  // buffered when due. Returns whether it ran any handler.
   bool progress(worker& w);
+  // Buffers the progress thread handed to the workers wait.
+  bool has_handed() const { return handed_count_.load(std::memory_order_seq_cst) > 0; }
 
  private:
+  // Which of a buffer's messages a thread runs: all; those whose handlers may run on the progress
+  // thread (there); the others (on the worker it handed the buffer to).
+  enum class part : std::uint8_t { all, progress, workers };
   // A received buffer whose messages are being run, in order, by one worker.
   // Its messages are read one at a time as they run (the buffer was validated whole on arrival).
   struct received_buffer {
@@ -35,9 +46,15 @@ class dispatcher {
     std::uint32_t left;                // messages not yet started
     std::uint32_t sequence;            // of the next message (wire_format.hpp; for traces)
     std::shared_ptr<buffer> pinned;    // the bytes, once a rill::view points into them
+    part runs = part::all;
+    std::uint32_t for_workers = 0;  // on the progress thread: messages it left to the workers
   };
   // Runs the handlers of the buffers this worker received; returns whether it ran any.
   bool run_received(worker& w);
+  // On the progress thread: gives rb, whose other messages are still to run, to the workers.
+  void hand_to_workers(received_buffer&& rb);
+  // On a worker: moves up to `max` handed buffers to its own queue; returns whether it took any.
+  bool take_handed(worker& w, std::size_t max);
   // Shared ownership of rb's bytes, for views into them (pin_received_bytes).
   struct pinned_bytes;
   std::shared_ptr<const void> pin(received_buffer& rb);
@@ -48,7 +65,11 @@ class dispatcher {
   aggregator& agg_;
   delivery_counts& counts_;
   const int id_;
-  std::vector<std::deque<received_buffer>> received_;  // per worker (by index): buffers being run
+  const bool progress_thread_;
+  std::vector<std::deque<received_buffer>> received_;  // per thread (by index): buffers being run
+  std::mutex handed_lock_;
+  std::deque<received_buffer> handed_;        // from the progress thread, for any worker
+  std::atomic<std::size_t> handed_count_{0};  // handed_.size(), read without the lock
 };
 
 }  // namespace rill::detail

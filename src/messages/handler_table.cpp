@@ -20,6 +20,7 @@ struct entry {
   handler_fn fn;
   const char* name;      // mangled: part of the build's fingerprint
   std::string readable;  // demangled, for messages
+  bool on_progress;      // may run on a progress thread
 };
 
 // Function-local static: safe to use from other translation units' static initialisers.
@@ -63,19 +64,20 @@ std::uint64_t executable_build_id() {
 
 }  // namespace
 
-std::uint32_t register_handler(handler_fn fn, const char* name) {
+std::uint32_t register_handler(handler_fn fn, const char* name, bool on_progress) {
   auto& t = table();
   if (t.size() > wire::max_handler_id) {
     std::fprintf(stderr, "rill: fatal: more than %u distinct active-message handlers\n", wire::max_handler_id);
     std::abort();
   }
-  t.push_back({fn, name, demangled(name)});
+  t.push_back({fn, name, demangled(name), on_progress});
   return static_cast<std::uint32_t>(t.size() - 1);
 }
 
 std::size_t handler_count() { return table().size(); }
 handler_fn handler_at(std::uint16_t id) { return table()[id].fn; }
 const char* handler_name(std::uint16_t id) { return table()[id].readable.c_str(); }
+bool handler_on_progress(std::uint16_t id) { return table()[id].on_progress; }
 
 std::uint64_t build_fingerprint() {
   std::uint64_t h = executable_build_id();

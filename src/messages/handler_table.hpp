@@ -11,6 +11,8 @@ namespace rill::detail {
 std::size_t handler_count();
 handler_fn handler_at(std::uint16_t id);
 const char* handler_name(std::uint16_t id);
+// Whether handler `id` may run on a progress thread (rill::am::send_inline, control messages).
+bool handler_on_progress(std::uint16_t id);
 // A hash of every handler's name in id order, combined with the binary's build id.
 std::uint64_t build_fingerprint();
 

@@ -27,7 +27,8 @@ class messenger final : public rank_module {
         counts_(size_),
         outbox_(ep, pool, counts_),
         agg_(id_, size_, cfg, outbox_),
-        dispatch_(ep, pool, threads_per_rank(cfg), agg_, counts_) {}
+        progress_thread_(cfg.progress == rill::progress_mode::thread),
+        dispatch_(ep, pool, threads_per_rank(cfg), progress_thread_, agg_, counts_) {}
 
   int id() const { return id_; }
   int size() const { return size_; }
@@ -49,9 +50,18 @@ class messenger final : public rank_module {
 
   // Network progress on w (dispatcher::progress).
   bool progress(worker& w) { return dispatch_.progress(w); }
-  // Received data may be waiting that only polling notices, or buffers wait to leave.
-  bool must_poll() const { return ep_.needs_polling() || agg_.any_buffered(); }
+  // Received data may be waiting that only w's polls notice, or buffers wait to leave (which a
+  // progress thread sends when they are due, not the workers).
+  bool must_poll(const worker& w) const {
+    if (progress_thread_ && w.role() != thread_role::progress) return false;
+    return ep_.needs_polling() || agg_.any_buffered();
+  }
   bool has_input() const { return ep_.has_input(); }
+  // Received data waits for w: in the endpoint, or handed to the workers by the progress thread.
+  bool has_input_for(const worker& w) const {
+    if (progress_thread_ && w.role() != thread_role::progress) return dispatch_.has_handed();
+    return ep_.has_input();
+  }
   // Aggregation's flush on idle: a worker found no work, so whatever this rank buffered leaves now
   // (a lone request must not wait for the age threshold).
   void on_out_of_work(worker&) override { agg_.flush_all(); }
@@ -64,6 +74,7 @@ class messenger final : public rank_module {
   delivery_counts counts_;
   outbox outbox_;
   aggregator agg_;
+  const bool progress_thread_;  // --rill:progress=thread
   dispatcher dispatch_;
 };
 

@@ -45,7 +45,8 @@ class runtime_impl {
     const auto clocks = transport->gather_from_all_ranks(std::to_string(detail::steady_now_ns()));
     const auto rank0_clock = static_cast<std::int64_t>(std::stoull(clocks.front()));
     for (auto& rank : ranks) {
-      auto t = std::make_unique<detail::trace::rank_trace>(rank->id(), cfg.workers, cfg.channels, cfg.io_threads);
+      auto t = std::make_unique<detail::trace::rank_trace>(rank->id(), cfg.workers, cfg.channels, cfg.io_threads,
+                                                           cfg.progress == rill::progress_mode::thread);
       const auto own_clock = static_cast<std::int64_t>(std::stoull(clocks[static_cast<std::size_t>(rank->id())]));
       t->set_clock_offset(rank0_clock - own_clock);
       rank->pool().set_trace(t.get());

@@ -149,4 +149,9 @@ void set_fault_handler_names(const char* (*name_of)(std::uint16_t id)) {
   handler_names.store(name_of, std::memory_order_relaxed);
 }
 
+const char* reported_handler_name(std::uint16_t id) {
+  const char* (*name_of)(std::uint16_t) = handler_names.load(std::memory_order_relaxed);
+  return name_of ? name_of(id) : "?";
+}
+
 }  // namespace rill::detail

@@ -20,5 +20,7 @@ void prepare_fault_report(int rank);
 // How the report names handler `id` (set by the messages layer; async-signal-safe: it returns a
 // string that lives as long as the program).
 void set_fault_handler_names(const char* (*name_of)(std::uint16_t id));
+// Handler `id`'s name as the reports give it ("?" before the messages layer set the names).
+const char* reported_handler_name(std::uint16_t id);
 
 }  // namespace rill::detail

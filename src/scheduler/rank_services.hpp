@@ -22,10 +22,11 @@ class rank_services {
   virtual void on_out_of_work(worker& w) = 0;
   // The worker found nothing to do at all: answer a termination probe.
   virtual void on_idle(worker& w) = 0;
-  // Received data may be waiting that only polling notices: idle workers must not sleep long.
-  virtual bool must_poll() const = 0;
-  // Received data is waiting to be polled (checked by a worker about to sleep).
-  virtual bool has_input() const = 0;
+  // Received data may be waiting that only w's polls notice: idle, it must not sleep long.
+  virtual bool must_poll(const worker& w) const = 0;
+  // Received data is waiting for w: to be polled, or handed to the workers by the progress thread
+  // (checked by a thread about to sleep).
+  virtual bool has_input(const worker& w) const = 0;
   // True once the rank stops (a flag, not a virtual call: the scheduling loop reads it every round).
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   // The per-rank parts of the layers above (rank_modules.hpp).

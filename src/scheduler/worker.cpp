@@ -8,6 +8,7 @@
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "rill/task.hpp"
+#include "scheduler/fault_report.hpp"
 #include "trace/hooks.hpp"
 
 namespace rill::detail {
@@ -210,9 +211,11 @@ void worker::loop() {
     // (empty() is two plain loads; pop() always stores with a full fence, which an idle round
     // would pay every time.)
     task_record* t = nullptr;
-    if (channel_) {
-      t = role_ == thread_role::io ? pool_.take_io_work() : pool_.take_channel_work();
-    } else {
+    if (role_ == thread_role::io) {
+      t = pool_.take_io_work();
+    } else if (role_ == thread_role::channel) {
+      t = pool_.take_channel_work();
+    } else if (role_ == thread_role::worker) {
       t = deque_.empty() ? nullptr : deque_.pop();
       if (!t) t = pool_.take_injected();
     }
@@ -315,6 +318,16 @@ void worker::step_nested() {
   }
 }
 
+void worker::fatal_wait_on_progress(const char* what) {
+  const fiber_rec* f = current_;
+  if (f->message_source >= 0)
+    fatal(
+        "the handler '{}' of a message from rank {} {} on the progress thread: a handler sent with "
+        "rill::am::send_inline must not wait (send a message, trigger an event or spawn a task instead)",
+        reported_handler_name(f->message_handler), f->message_source, what);
+  fatal("work on the progress thread {}: it must not wait", what);
+}
+
 void fatal_unhandled(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -403,7 +416,7 @@ void worker::idle_step() {
   if (room_blocked_.empty()) mark_idle();  // (a fiber that waits to send is work not yet done)
   rank_services& services = pool_.services();
   services.on_idle(*this);
-  const bool must_poll = services.must_poll();
+  const bool must_poll = services.must_poll(*this);
   // The clock is read every 16th round only: reading it costs as much as a poll, and every
   // nanosecond of an idle round is latency added to the next arrival.
   if (idle_since_ns_ == 0) idle_since_ns_ = steady_now_ns();
@@ -417,8 +430,9 @@ void worker::idle_step() {
   // the other's messages stay slow. Ranks that are woken by arrivals need only a short spin.
   // A channel, which does not poll and is woken by channel work, spins as briefly: a transfer's
   // steps come in bursts, and each that found it asleep would wait for its wake-up.
+  const bool polls = role_ == thread_role::worker || role_ == thread_role::progress;
   const std::uint64_t window =
-      must_poll && !channel_ ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
+      must_poll && polls ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
   if (now - idle_since_ns_ < window) {
     // Let other threads (another rank's process on an oversubscribed node) run now and then.
     std::this_thread::yield();
@@ -431,6 +445,8 @@ void worker::idle_step() {
 
 void worker::park(waiter& w) {
   (void)w;
+  if (role_ == thread_role::progress) [[unlikely]]
+    fatal_wait_on_progress("waited");
   fiber_rec* self = current_;
   // Every poll_every-th park goes through the scheduling loop (which polls the network) instead of
   // straight to the next ready fiber, as yield() does.
@@ -457,6 +473,8 @@ void worker::suspend_traced(fiber_rec* self, fiber_rec* next) {
 }
 
 void worker::yield() {
+  if (role_ == thread_role::progress) [[unlikely]]
+    fatal_wait_on_progress("yielded");
   // Fibers that poll something with yield() could otherwise hand the worker back and forth
   // forever without the network being polled: every poll_every-th yield goes through the loop.
   fiber_rec* next = !poll_tick() && !credit_.units ? take_ready() : nullptr;
@@ -500,6 +518,7 @@ void worker::wait_for_room(const std::atomic<std::uint64_t>& room, std::uint64_t
   fiber_rec* self = current_;
   mark_active();  // (a send from an idle worker's hooks: it is work not yet done, for termination)
   if (room_blocked_.empty()) {
+    pool_.room_waiters.fetch_add(1, std::memory_order_relaxed);
     room_ = &room;
     room_seen_ = seen;
     room_blocked_since_ns_ = steady_now_ns();
@@ -519,9 +538,11 @@ bool worker::progress_and_release() {
   // program with one worker per rank may count on not happening. A fiber of its own that waits for
   // progress (back-pressure on a send) goes on once a worker has polled since it began to wait;
   // until then the channel idles and sleeps (idle_step).
-  if (channel_ && (blocked_.empty() || pool_.worker_polls() == blocked_at_polls_)) return false;
+  // The progress thread polls as a worker does (it runs the handlers that may run there).
+  const bool polls = role_ == thread_role::worker || role_ == thread_role::progress;
+  if (!polls && (blocked_.empty() || pool_.worker_polls() == blocked_at_polls_)) return false;
   bool did = false;
-  if (!channel_) {
+  if (polls) {
     polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     did = pool_.services().progress(*this);
   }
@@ -530,6 +551,7 @@ bool worker::progress_and_release() {
   if (room_came()) {
     for (fiber_rec* f : room_blocked_) push_local(f);
     room_blocked_.clear();
+    pool_.room_waiters.fetch_sub(1, std::memory_order_relaxed);
   }
   return did;
 }

@@ -49,9 +49,10 @@ struct worker_counters {
 // units only delays the scope's count reaching zero, never makes it early; the worker gives them
 // back before it starts a task of another scope, switches fibers or runs out of work.
 // What a thread of a rank's pool runs: tasks (a worker), copies, fills and reductions (a
-// data-movement channel), or external I/O -- reads and writes of files, HDF5, databases -- that
-// may block in the kernel for milliseconds (an I/O thread, --rill:io-threads).
-enum class thread_role : std::uint8_t { worker, channel, io };
+// data-movement channel), external I/O -- reads and writes of files, HDF5, databases -- that
+// may block in the kernel for milliseconds (an I/O thread, --rill:io-threads), or the network's
+// progress: polls and the handlers that may run there (the progress thread, --rill:progress).
+enum class thread_role : std::uint8_t { worker, channel, io, progress };
 
 struct held_credit {
   void* scope = nullptr;  // null when units == 0
@@ -68,7 +69,7 @@ class worker {
   worker& operator=(const worker&) = delete;
 
   int index() const { return index_; }
-  // Whether it runs handed work only (a channel or an I/O thread), and which.
+  // Whether it runs no tasks (a channel, an I/O thread or the progress thread), and which.
   bool channel() const { return role_ != thread_role::worker; }
   thread_role role() const { return role_; }
   worker_pool& pool() { return pool_; }
@@ -140,6 +141,8 @@ class worker {
  private:
   friend class worker_pool;
   [[noreturn]] void fiber_body(fiber_rec* self);
+  // A handler on the progress thread waited (park) or yielded: the rule it broke, named.
+  [[noreturn, gnu::cold]] void fatal_wait_on_progress(const char* what);
   void reclaim_ended();
   void loop();
   // Runs a task (traced as a task span when the worker records); the test of traced_ is the only

@@ -31,15 +31,18 @@ void bind_this_thread(const std::vector<int>& cores, const std::string& name) {
 
 }  // namespace
 
-worker_pool::worker_pool(rank_services& services, int workers, int channels, int io_threads, std::size_t stack_bytes,
-                         std::uint64_t idle_poll_us, std::int64_t inline_queue)
+worker_pool::worker_pool(rank_services& services, int workers, int channels, int io_threads, bool progress_thread,
+                         std::size_t stack_bytes, std::uint64_t idle_poll_us, std::int64_t inline_queue)
     : services_(services), workers_(workers), channels_(channels), idle_poll_ns_(idle_poll_us * 1000) {
-  for (int i = 0; i < workers + channels + io_threads; ++i) {
-    const thread_role role = i < workers              ? thread_role::worker
-                             : i < workers + channels ? thread_role::channel
-                                                      : thread_role::io;
+  const int threads = workers + channels + io_threads + (progress_thread ? 1 : 0);
+  for (int i = 0; i < threads; ++i) {
+    const thread_role role = i < workers                           ? thread_role::worker
+                             : i < workers + channels              ? thread_role::channel
+                             : i < workers + channels + io_threads ? thread_role::io
+                                                                   : thread_role::progress;
     threads_.push_back(std::make_unique<worker>(*this, i, role, stack_bytes, inline_queue));
   }
+  if (progress_thread) progress_ = threads_.back().get();
 }
 
 worker_pool::~worker_pool() = default;
@@ -56,6 +59,7 @@ void worker_pool::start(int rank) {
         case thread_role::worker: name += "w" + std::to_string(raw->index()); break;
         case thread_role::channel: name += "c" + std::to_string(raw->index() - workers); break;
         case thread_role::io: name += "io" + std::to_string(raw->index() - workers - channels); break;
+        case thread_role::progress: name += "p"; break;
       }
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
       if (!cores.empty()) bind_this_thread(cores, name);
@@ -102,11 +106,15 @@ bool worker_pool::has_work(const worker& w) const {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // after the sleeper's announcement
 #endif
   if (w.has_local_work() || w.room_came()) return true;
-  // A channel wakes for its own work only (it does not poll); a worker for arrivals and for what
-  // workers take (or steal).
-  if (w.role() == thread_role::io) return io_work_.nonempty(std::memory_order_seq_cst);
-  if (w.channel()) return channel_work_.nonempty(std::memory_order_seq_cst);
-  if (services_.has_input() || injected_.nonempty(std::memory_order_seq_cst)) return true;
+  // A channel wakes for its own work only (it does not poll); the progress thread for arrivals; a
+  // worker for what workers take (or steal), and for arrivals when no progress thread polls.
+  switch (w.role()) {
+    case thread_role::io: return io_work_.nonempty(std::memory_order_seq_cst);
+    case thread_role::channel: return channel_work_.nonempty(std::memory_order_seq_cst);
+    case thread_role::progress: return services_.has_input(w);
+    case thread_role::worker: break;
+  }
+  if (services_.has_input(w) || injected_.nonempty(std::memory_order_seq_cst)) return true;
   for (int i = 0; i < workers_; ++i)
     if (threads_[static_cast<std::size_t>(i)]->has_local_work()) return true;
   return false;
@@ -115,7 +123,7 @@ bool worker_pool::has_work(const worker& w) const {
 std::uint64_t worker_pool::worker_polls() const {
   std::uint64_t n = 0;
   for (int i = 0; i < workers_; ++i) n += threads_[static_cast<std::size_t>(i)]->polls();
-  return n;
+  return progress_ ? n + progress_->polls() : n;
 }
 
 bool worker_pool::quiet() const {

@@ -7,7 +7,9 @@
 // nor polls the network; the tasks its work releases go to the workers. I/O threads
 // (--rill:io-threads, at least one) are channels of their own kind for external I/O
 // (submit_to_io): a read of a file may block for milliseconds, and neither a worker nor a copy
-// should wait behind it (Iris §IV-A).
+// should wait behind it (Iris §IV-A). With --rill:progress=thread a rank has a progress thread
+// too: it polls the network in the workers' stead and runs the handlers that may run there
+// (rank_services::progress); it takes no tasks, and what its handlers spawn goes to the workers.
 //
 // The sleep/wake protocol, in short (scheduler/README.md has the whole argument): an idle worker
 // announces itself in its group's `sleepers` under sleep_lock_, checks for work once more, and
@@ -47,8 +49,8 @@ struct task_scope_hooks {
 // The workers of one rank, how they steal from each other, and how idle ones sleep.
 class worker_pool {
  public:
-  worker_pool(rank_services& services, int workers, int channels, int io_threads, std::size_t stack_bytes,
-              std::uint64_t idle_poll_us, std::int64_t inline_queue);
+  worker_pool(rank_services& services, int workers, int channels, int io_threads, bool progress_thread,
+              std::size_t stack_bytes, std::uint64_t idle_poll_us, std::int64_t inline_queue);
   ~worker_pool();
 
   void start(int rank);  // launches the worker threads
@@ -58,10 +60,12 @@ class worker_pool {
 
   // The workers (indices 0 .. size() - 1), which run tasks and steal from each other.
   int size() const { return workers_; }
-  // Workers, channels and I/O threads, in that order of index.
+  // Workers, channels, I/O threads and the progress thread, in that order of index.
   int threads() const { return static_cast<int>(threads_.size()); }
   int channels() const { return channels_; }
-  int io_threads() const { return threads() - size() - channels(); }
+  int io_threads() const { return threads() - size() - channels() - (progress_ ? 1 : 0); }
+  // The thread that polls the network for the workers (--rill:progress=thread), or nullptr.
+  worker* progress_thread() const { return progress_; }
   worker& at(int i) { return *threads_[static_cast<std::size_t>(i)]; }
   rank_services& services() { return services_; }
   // Set once, before the workers start, by the layer whose tasks have scopes.
@@ -92,6 +96,16 @@ class worker_pool {
   bool has_work(const worker& w) const;
   // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
   void notify() { notify(workers_asleep_); }
+  // Wakes whoever polls, after a buffer arrived or a queue that refused a send has room: the
+  // workers, or the progress thread (and workers only when some wait for room).
+  void notify_arrival() {
+    if (!progress_) {
+      notify(workers_asleep_);
+      return;
+    }
+    notify(progress_asleep_);
+    if (room_waiters.load(std::memory_order_relaxed) > 0) notify(workers_asleep_);
+  }
   // notify() for a task a worker pushed onto its own deque, without the fence. A sleeper that
   // announced itself just as the push was made may miss it and sleep out its time limit (20 us to
   // 5 ms); the task is never lost: its worker runs it when nobody steals it. The fence cost 2 % of
@@ -108,6 +122,7 @@ class worker_pool {
     wake(workers_asleep_);
     wake(channels_asleep_);
     wake(io_asleep_);
+    wake(progress_asleep_);
   }
   // `w` idles: sleeps until woken or for a time limit, short (20 us, doubling to 1 ms) when
   // `short_sleeps` (a rank that must poll to learn of arrivals, or a channel waiting for the
@@ -117,15 +132,17 @@ class worker_pool {
   // How often the sleep group of threads of this role was woken.
   std::uint64_t wakes(thread_role role) {
     std::lock_guard g(sleep_lock_);
-    return role == thread_role::worker    ? workers_asleep_.epoch
-           : role == thread_role::channel ? channels_asleep_.epoch
-                                          : io_asleep_.epoch;
+    return role == thread_role::worker     ? workers_asleep_.epoch
+           : role == thread_role::channel  ? channels_asleep_.epoch
+           : role == thread_role::progress ? progress_asleep_.epoch
+                                           : io_asleep_.epoch;
   }
 
-  // How often the workers (not the channels) have polled the network, together.
+  // How often the workers and the progress thread (not the channels) have polled the network, together.
   std::uint64_t worker_polls() const;
 
-  std::atomic<int> active{0};  // workers and channels doing something (termination)
+  std::atomic<int> active{0};        // workers and channels doing something (termination)
+  std::atomic<int> room_waiters{0};  // workers whose fibers wait for room (worker::wait_for_room)
 
  private:
   rank_services& services_;
@@ -133,7 +150,8 @@ class worker_pool {
   trace::rank_trace* trace_ = nullptr;
   const int workers_;
   const int channels_;
-  std::vector<std::unique_ptr<worker>> threads_;  // the workers, then the channels, then the I/O threads
+  std::vector<std::unique_ptr<worker>> threads_;  // the workers, channels, I/O threads, progress thread
+  worker* progress_ = nullptr;                    // the last of them, with --rill:progress=thread
   std::vector<std::vector<int>> worker_cores_;    // per worker, the processors it is bound to (empty: unbound)
   const std::uint64_t idle_poll_ns_;
   locked_task_queue injected_;
@@ -161,10 +179,12 @@ class worker_pool {
   sleep_group workers_asleep_;
   sleep_group channels_asleep_;
   sleep_group io_asleep_;
+  sleep_group progress_asleep_;
   sleep_group& group_of(const worker& w) {
     switch (w.role()) {
       case thread_role::worker: return workers_asleep_;
       case thread_role::channel: return channels_asleep_;
+      case thread_role::progress: return progress_asleep_;
       case thread_role::io: break;
     }
     return io_asleep_;

@@ -16,7 +16,7 @@ namespace {
 constexpr std::int64_t credit_batch = 16;
 
 void acknowledge(int dest, finish_proxy* p) {
-  am::send(
+  am::send_inline(
       dest, [](std::uint64_t proxy) { finish_task_ended(reinterpret_cast<finish_proxy*>(proxy), nullptr); },
       reinterpret_cast<std::uint64_t>(p));
 }

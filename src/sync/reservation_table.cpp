@@ -29,7 +29,7 @@ poison_ptr destroyed_cause(reservation r, int rank) {
 
 // "Rank `requester` wants r": to the presumed owner, forwarded until it reaches the owner.
 void send_request(int to, reservation r, int requester) {
-  am::send(
+  am::send_inline(
       to, [](reservation res, std::int32_t who) { table_here().on_request(res, who); }, r,
       static_cast<std::int32_t>(requester));
 }
@@ -38,11 +38,11 @@ void send_request(int to, reservation r, int requester) {
 void send_transfer(int to, reservation r, const std::vector<std::byte>& payload, const std::vector<std::int32_t>& queue,
                    bool destroy_pending) {
   if (payload.empty() && queue.empty()) {
-    am::send(
+    am::send_inline(
         to, [](reservation res, bool d) { table_here().on_transfer(res, am::sender(), {}, {}, d); }, r,
         destroy_pending);
   } else {
-    am::send(
+    am::send_inline(
         to,
         [](reservation res, bool d, const std::vector<std::byte>& p, const std::vector<std::int32_t>& q) {
           table_here().on_transfer(res, am::sender(), p, q, d);
@@ -53,21 +53,21 @@ void send_transfer(int to, reservation r, const std::vector<std::byte>& payload,
 
 // "Destroy r" (issued on rank `from`): to the presumed owner, forwarded like a request.
 void send_destroy(int to, reservation r, int from) {
-  am::send(
+  am::send_inline(
       to, [](reservation res, std::int32_t who) { table_here().on_destroy(res, who); }, r,
       static_cast<std::int32_t>(from));
 }
 
 // "r no longer exists": from the last owner to a rank whose request reached it too late.
 void send_destroyed(int to, reservation r) {
-  am::send(
+  am::send_inline(
       to, [](reservation res) { table_here().on_destroyed(res); }, r);
 }
 
 // "r does not exist": from r's creator, which never made it, to a rank that sent it a request or
 // a destroy for r.
 void send_unknown(int to, reservation r) {
-  am::send(
+  am::send_inline(
       to, [](reservation res) { table_here().on_unknown(res); }, r);
 }
 

@@ -57,10 +57,11 @@ std::vector<std::span<const record>> recorder::chunks() const {
   return result;
 }
 
-rank_trace::rank_trace(int rank, int worker_count, int channel_count, int io_count) : rank_(rank) {
+rank_trace::rank_trace(int rank, int worker_count, int channel_count, int io_count, bool progress) : rank_(rank) {
   for (int w = 0; w < worker_count; ++w) workers_.push_back(std::make_unique<lane>(fmt::format("worker {}", w)));
   for (int c = 0; c < channel_count; ++c) workers_.push_back(std::make_unique<lane>(fmt::format("channel {}", c)));
   for (int c = 0; c < io_count; ++c) workers_.push_back(std::make_unique<lane>(fmt::format("io {}", c)));
+  if (progress) workers_.push_back(std::make_unique<lane>("progress"));
 }
 
 void rank_trace::attach_thread(int worker_index) {

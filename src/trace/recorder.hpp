@@ -83,9 +83,9 @@ class rank_trace {
     recorder records;
   };
 
-  // Lanes for the rank's workers, then its data-movement channels, then its I/O threads
-  // (scheduler/worker_pool.hpp).
-  rank_trace(int rank, int worker_count, int channel_count = 0, int io_count = 0);
+  // Lanes for the rank's workers, then its data-movement channels, then its I/O threads, then its
+  // progress thread if it has one (scheduler/worker_pool.hpp).
+  rank_trace(int rank, int worker_count, int channel_count = 0, int io_count = 0, bool progress = false);
   rank_trace(const rank_trace&) = delete;
   rank_trace& operator=(const rank_trace&) = delete;
 
@@ -97,9 +97,9 @@ class rank_trace {
   std::int64_t clock_offset() const { return clock_offset_ns_; }
 
   // The calling thread records into the lane of worker `worker_index` (0 <= index < worker_count +
-  // channel_count + io_count) until it detaches. Throws std::out_of_range for another index.
+  // channel_count + io_count + progress) until it detaches. Throws std::out_of_range for another index.
   void attach_thread(int worker_index);
-  // The calling thread, not a worker (a progress thread, the main thread), records into a new lane
+  // The calling thread, not one of the pool's (the main thread), records into a new lane
   // of its own named `name`. Each such thread has a lane: a shared one would need a lock in the
   // hooks and would mix the spans of several threads on one timeline.
   void attach_other_thread(std::string name);

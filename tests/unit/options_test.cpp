@@ -57,6 +57,7 @@ const char* const all_names[] = {"ranks",
                                  "write-after-read",
                                  "io-order",
                                  "bind",
+                                 "progress",
                                  "io-depth",
                                  "io-direct",
                                  "io-fuse",
@@ -363,6 +364,16 @@ TEST_F(Options, Bind) {
   args a{"prog", "--rill:bind=cores"};
   EXPECT_EQ(parse(a).cfg.bind, rill::bind_policy::cores);
   expect_usage_error("--rill:bind=sockets", "bind");
+}
+
+TEST_F(Options, Progress) {
+  args d{"prog"};
+  EXPECT_EQ(parse(d).cfg.progress, rill::progress_mode::worker);
+  args a{"prog", "--rill:progress=thread"};
+  const parsed_options t = parse(a);
+  EXPECT_EQ(t.cfg.progress, rill::progress_mode::thread);
+  EXPECT_EQ(rill::detail::threads_per_rank(t.cfg), t.cfg.workers + t.cfg.channels + t.cfg.io_threads + 1);
+  expect_usage_error("--rill:progress=interrupt", "progress");
 }
 
 TEST_F(Options, MemoryKeep) {

@@ -837,4 +837,19 @@ TEST(RuntimeLocalDeathTest, TaskExceptionIsFatal) {
       ::testing::ExitedWithCode(rill::exit_fatal), "boom in a task");
 }
 
+// The rule of the progress thread (rill::am::send_inline): its handlers must not wait.
+TEST(RuntimeLocalDeathTest, AnInlineHandlerThatWaitsIsFatalNamingTheRule) {
+  EXPECT_EXIT(
+      {
+        auto rt = make_runtime({"--rill:ranks=2", "--rill:workers=1", "--rill:progress=thread"});
+        rt->run([] {
+          rill::latch answered(1);
+          rill::am::send_inline(1, [] { rill::yield(); });
+          rill::am::flush();
+          answered.wait();  // never: rank 1's handler ends the program
+        });
+      },
+      ::testing::ExitedWithCode(rill::exit_fatal), "rank 0 yielded on the progress thread.*must not wait");
+}
+
 }  // namespace

@@ -1,4 +1,5 @@
-// worker_pool's sleep groups: what wakes a sleeping channel or I/O thread and what does not. The
+// worker_pool's sleep groups: what wakes a sleeping channel, I/O thread or progress thread and what
+// does not. The
 // pool's threads are not started; a test thread sleeps as its channel would, and the test counts
 // the wake-ups.
 #include "scheduler/worker_pool.hpp"
@@ -13,14 +14,16 @@
 namespace rill::detail {
 namespace {
 
-// A rank with no network and nothing to poll.
+// A rank with no network; `input` says whether received data waits to be polled.
 class quiet_rank final : public rank_services {
  public:
   bool progress(worker&) override { return false; }
   void on_out_of_work(worker&) override {}
   void on_idle(worker&) override {}
-  bool must_poll() const override { return false; }
-  bool has_input() const override { return false; }
+  bool must_poll(const worker&) const override { return false; }
+  // (As a rank with a progress thread: received data waits for it, not for the workers.)
+  bool has_input(const worker& w) const override { return input.load() && w.role() != thread_role::worker; }
+  std::atomic<bool> input{false};
 };
 
 // Sleeps as the pool's thread `index` (a channel, an I/O thread) until told to stop, sleep after
@@ -44,7 +47,7 @@ class sleeping_channel {
 
 TEST(WorkerPool, WhatWakesTheWorkersLeavesASleepingChannelAsleep) {
   quiet_rank rank;
-  worker_pool pool(rank, 1, 1, 1, 64 * 1024, 50, 4);
+  worker_pool pool(rank, 1, 1, 1, false, 64 * 1024, 50, 4);
   ASSERT_TRUE(pool.at(1).channel());
   {
     const sleeping_channel channel(pool);
@@ -61,7 +64,7 @@ TEST(WorkerPool, WhatWakesTheWorkersLeavesASleepingChannelAsleep) {
 
 TEST(WorkerPool, ChannelWorkLeavesTheWorkersAsleepAndTheStopWakesBoth) {
   quiet_rank rank;
-  worker_pool pool(rank, 1, 1, 1, 64 * 1024, 50, 4);
+  worker_pool pool(rank, 1, 1, 1, false, 64 * 1024, 50, 4);
   task_record work;
   pool.submit_to_channel(&work);
   EXPECT_EQ(pool.wakes(thread_role::worker), 0u) << "channel work woke the workers";
@@ -74,7 +77,7 @@ TEST(WorkerPool, ChannelWorkLeavesTheWorkersAsleepAndTheStopWakesBoth) {
 
 TEST(WorkerPool, IoWorkGoesToTheIoThreadsOnly) {
   quiet_rank rank;
-  worker_pool pool(rank, 1, 1, 1, 64 * 1024, 50, 4);
+  worker_pool pool(rank, 1, 1, 1, false, 64 * 1024, 50, 4);
   ASSERT_EQ(pool.at(2).role(), thread_role::io);
   ASSERT_EQ(pool.io_threads(), 1);
   task_record work;
@@ -88,6 +91,55 @@ TEST(WorkerPool, IoWorkGoesToTheIoThreadsOnly) {
   EXPECT_EQ(pool.wakes(thread_role::channel), 0u) << "I/O work woke the channels";
   EXPECT_EQ(pool.take_channel_work(), nullptr) << "I/O work reached the channels' queue";
   EXPECT_EQ(pool.take_io_work(), &work);
+}
+
+TEST(WorkerPool, ArrivalsWakeTheProgressThreadNotTheWorkers) {
+  quiet_rank rank;
+  worker_pool pool(rank, 1, 0, 1, true, 64 * 1024, 50, 4);
+  worker* progress = pool.progress_thread();
+  ASSERT_NE(progress, nullptr);
+  ASSERT_EQ(progress->role(), thread_role::progress);
+  ASSERT_EQ(progress->index(), 2);
+  ASSERT_EQ(pool.io_threads(), 1);
+  rank.input = true;
+  EXPECT_TRUE(pool.has_work(*progress)) << "received data does not wake the progress thread";
+  EXPECT_FALSE(pool.has_work(pool.at(0))) << "received data wakes a worker that does not poll";
+  rank.input = false;
+  {
+    const sleeping_channel asleep(pool, 2);
+    while (pool.wakes(thread_role::progress) == 0) {
+      pool.notify_arrival();
+      std::this_thread::yield();
+    }
+  }
+  EXPECT_EQ(pool.wakes(thread_role::worker), 0u) << "an arrival woke the workers";
+  // A worker whose fibers wait for room in a queue is woken by the arrival that signals room.
+  pool.room_waiters = 1;
+  const std::uint64_t before = pool.wakes(thread_role::worker);
+  std::thread sleeper([&] {
+    int backoff = 0;
+    pool.sleep(pool.at(0), false, backoff);
+  });
+  while (pool.wakes(thread_role::worker) == before) {
+    pool.notify_arrival();
+    std::this_thread::yield();
+  }
+  sleeper.join();
+  pool.room_waiters = 0;
+}
+
+TEST(WorkerPool, WithoutAProgressThreadArrivalsWakeTheWorkers) {
+  quiet_rank rank;
+  worker_pool pool(rank, 1, 0, 1, false, 64 * 1024, 50, 4);
+  EXPECT_EQ(pool.progress_thread(), nullptr);
+  {
+    const sleeping_channel asleep(pool, 0);
+    while (pool.wakes(thread_role::worker) == 0) {
+      pool.notify_arrival();
+      std::this_thread::yield();
+    }
+  }
+  EXPECT_EQ(pool.wakes(thread_role::progress), 0u);
 }
 
 }  // namespace
