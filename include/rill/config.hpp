@@ -29,9 +29,10 @@ enum class io_order { elevator, fifo };
 // cores (one core each, taken in turn, so that workers share a core only when there are more
 // workers than cores).
 enum class bind_policy { none, cores };
-// Who polls a rank's network (--rill:progress): its workers, at scheduling points, or a progress
-// thread of its own, which runs the runtime's protocol handlers and rill::am::send_inline's at once
-// and hands the other messages to the workers (docs/scheduler.md#the-progress-thread).
+// Who polls a rank's network (--rill:progress): its workers, at scheduling points, or besides, while
+// every worker is busy, a progress thread of its own, which runs the runtime's protocol handlers
+// and rill::am::send_inline's at once and queues the other messages for the workers
+// (docs/scheduler.md#the-progress-thread---rillprogress).
 enum class progress_mode { worker, thread };
 // Faults the local transport injects on purpose (--rill:faults; docs/debugging.md#fault-injection),
 // so that tests see what the runtime detects when a network misbehaves. Seeded by --rill:chaos.

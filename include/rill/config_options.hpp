@@ -52,9 +52,9 @@
     "run on, taken in turn by the process's ranks (under mpi, after the cores of the processes before it on the "     \
     "node, unless the launcher bound it), so that workers share a core only when there are more than cores")         \
   X(scheduler, "progress", progress, progress_mode, progress_mode::worker, progress_names, from_config, per_rank,     \
-    "worker (the workers poll the network between tasks) or thread: a thread of each rank polls it, runs the "        \
-    "runtime's protocol handlers and rill::am::send_inline's at once and hands other messages to the workers, so "     \
-    "that a rank answers while every worker runs a long task")                                                       \
+    "worker (the workers poll the network between tasks) or thread: besides, while every worker of a rank is busy, " \
+    "a thread of the rank polls it, runs the runtime's protocol handlers and rill::am::send_inline's at once and "     \
+    "queues other messages for the workers, so that a rank answers while its workers run long tasks")              \
   X(scheduler, "inline-queue", inline_queue, std::int64_t, 16, number(0, std::int64_t{1} << 40), from_config,         \
     per_rank,                                                                                                         \
     "tasks queued on a worker from which a task spawned with rill::may_inline runs at once on the spawner's stack "   \

@@ -33,7 +33,7 @@ class rank_core final : public rank_services {
   bool progress(worker& w) override { return msgr_.progress(w); }
   void on_out_of_work(worker& w) override;
   void on_idle(worker& w) override;
-  bool must_poll(const worker& w) const override { return msgr_.must_poll(w); }
+  bool must_poll() const override { return msgr_.must_poll(); }
   bool has_input(const worker& w) const override { return msgr_.has_input_for(w); }
 
   // Stops the rank's workers; the rank's run returns `exit_code`.

@@ -71,15 +71,9 @@ bool dispatcher::progress(worker& w) {
   // worker where a progress thread polls, the messages it handed over (hand_to_workers).
   bool did = run_received(w);
   const bool on_progress = w.role() == thread_role::progress;
-  if (progress_thread_ && !on_progress) {
-    if (has_handed() && take_handed(w, poll_batch)) {
-      w.mark_active();
-      run_received(w);
-      did = true;
-      if (agg_.any_buffered() && w.out_of_work()) agg_.flush_all();
-    }
-    if (agg_.any_buffered()) agg_.flush_aged(steady_now_ns());
-    return did;
+  if (progress_thread_ && !on_progress && has_handed() && take_handed(w, poll_batch)) {
+    w.mark_active();
+    did = run_received(w) || did;
   }
   // Reused across polls (no allocation per arrival). Safe against a handler that waits: the batch
   // is moved into the worker's queue before any handler runs.

@@ -50,17 +50,12 @@ class messenger final : public rank_module {
 
   // Network progress on w (dispatcher::progress).
   bool progress(worker& w) { return dispatch_.progress(w); }
-  // Received data may be waiting that only w's polls notice, or buffers wait to leave (which a
-  // progress thread sends when they are due, not the workers).
-  bool must_poll(const worker& w) const {
-    if (progress_thread_ && w.role() != thread_role::progress) return false;
-    return ep_.needs_polling() || agg_.any_buffered();
-  }
+  // Received data may be waiting that only polling notices, or buffers wait to leave.
+  bool must_poll() const { return ep_.needs_polling() || agg_.any_buffered(); }
   bool has_input() const { return ep_.has_input(); }
-  // Received data waits for w: in the endpoint, or handed to the workers by the progress thread.
+  // Received data waits for w: in the endpoint, or (for a worker) handed over by the progress thread.
   bool has_input_for(const worker& w) const {
-    if (progress_thread_ && w.role() != thread_role::progress) return dispatch_.has_handed();
-    return ep_.has_input();
+    return ep_.has_input() || (progress_thread_ && w.role() == thread_role::worker && dispatch_.has_handed());
   }
   // Aggregation's flush on idle: a worker found no work, so whatever this rank buffered leaves now
   // (a lone request must not wait for the age threshold).

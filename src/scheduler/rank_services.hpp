@@ -22,8 +22,8 @@ class rank_services {
   virtual void on_out_of_work(worker& w) = 0;
   // The worker found nothing to do at all: answer a termination probe.
   virtual void on_idle(worker& w) = 0;
-  // Received data may be waiting that only w's polls notice: idle, it must not sleep long.
-  virtual bool must_poll(const worker& w) const = 0;
+  // Received data may be waiting that only polling notices: idle workers must not sleep long.
+  virtual bool must_poll() const = 0;
   // Received data is waiting for w: to be polled, or handed to the workers by the progress thread
   // (checked by a thread about to sleep).
   virtual bool has_input(const worker& w) const = 0;

@@ -232,6 +232,17 @@ void worker::loop() {
     if (credit_.units) return_credit();
     if (!channel_ || channel_sent_) services.on_out_of_work(*this);
     channel_sent_ = false;
+    // The progress thread polls only while every worker is busy: an idle worker polls anyway,
+    // and two threads polling for one rank took turns on the cores (docs/scheduler.md). It naps
+    // meanwhile, longer and longer while the workers keep polling.
+    if (role_ == thread_role::progress && blocked_.empty() && !pool_.all_workers_busy()) {
+      mark_idle();
+      reset_idle();
+      pool_.nap(*this, progress_nap_us << std::min(naps_, progress_nap_doublings));
+      ++naps_;
+      continue;
+    }
+    if (role_ == thread_role::progress) naps_ = 0;
     if (progress_and_release() || !local_ready_.empty()) {  // never idle with ready fibers
       reset_idle();
       continue;
@@ -396,6 +407,7 @@ void worker::mark_active() {
   if (!active_) {
     active_ = true;
     pool_.active.fetch_add(1, std::memory_order_seq_cst);
+    if (role_ == thread_role::worker) pool_.busy_workers.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -403,6 +415,7 @@ void worker::mark_idle() {
   if (active_) {
     active_ = false;
     pool_.active.fetch_sub(1, std::memory_order_seq_cst);
+    if (role_ == thread_role::worker) pool_.busy_workers.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -416,7 +429,7 @@ void worker::idle_step() {
   if (room_blocked_.empty()) mark_idle();  // (a fiber that waits to send is work not yet done)
   rank_services& services = pool_.services();
   services.on_idle(*this);
-  const bool must_poll = services.must_poll(*this);
+  const bool must_poll = services.must_poll();
   // The clock is read every 16th round only: reading it costs as much as a poll, and every
   // nanosecond of an idle round is latency added to the next arrival.
   if (idle_since_ns_ == 0) idle_since_ns_ = steady_now_ns();
@@ -518,7 +531,6 @@ void worker::wait_for_room(const std::atomic<std::uint64_t>& room, std::uint64_t
   fiber_rec* self = current_;
   mark_active();  // (a send from an idle worker's hooks: it is work not yet done, for termination)
   if (room_blocked_.empty()) {
-    pool_.room_waiters.fetch_add(1, std::memory_order_relaxed);
     room_ = &room;
     room_seen_ = seen;
     room_blocked_since_ns_ = steady_now_ns();
@@ -551,7 +563,6 @@ bool worker::progress_and_release() {
   if (room_came()) {
     for (fiber_rec* f : room_blocked_) push_local(f);
     room_blocked_.clear();
-    pool_.room_waiters.fetch_sub(1, std::memory_order_relaxed);
   }
   return did;
 }

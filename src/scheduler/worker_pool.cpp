@@ -107,7 +107,7 @@ bool worker_pool::has_work(const worker& w) const {
 #endif
   if (w.has_local_work() || w.room_came()) return true;
   // A channel wakes for its own work only (it does not poll); the progress thread for arrivals; a
-  // worker for what workers take (or steal), and for arrivals when no progress thread polls.
+  // worker for arrivals, buffers the progress thread handed over and what workers take (or steal).
   switch (w.role()) {
     case thread_role::io: return io_work_.nonempty(std::memory_order_seq_cst);
     case thread_role::channel: return channel_work_.nonempty(std::memory_order_seq_cst);
@@ -138,6 +138,16 @@ void worker_pool::wake(sleep_group& group) {
   std::lock_guard g(sleep_lock_);
   ++group.epoch;
   group.cv.notify_all();
+}
+
+void worker_pool::nap(const worker& w, unsigned us) {
+  sleep_group& group = group_of(w);
+  std::unique_lock g(sleep_lock_);
+  const std::uint64_t epoch = group.epoch;
+  group.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  group.cv.wait_for(g, std::chrono::microseconds(us),
+                    [&] { return group.epoch != epoch || services_.stopping() || all_workers_busy(); });
+  group.sleepers.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void worker_pool::sleep(const worker& w, bool short_sleeps, int& backoff) {

@@ -97,15 +97,14 @@ class worker_pool {
   // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
   void notify() { notify(workers_asleep_); }
   // Wakes whoever polls, after a buffer arrived or a queue that refused a send has room: the
-  // workers, or the progress thread (and workers only when some wait for room).
+  // workers, and the progress thread when every worker is busy.
   void notify_arrival() {
-    if (!progress_) {
-      notify(workers_asleep_);
-      return;
-    }
-    notify(progress_asleep_);
-    if (room_waiters.load(std::memory_order_relaxed) > 0) notify(workers_asleep_);
+    notify(workers_asleep_);
+    if (progress_ && all_workers_busy()) notify(progress_asleep_);
   }
+  // Whether every worker is busy (in a task, or marked so by handlers or fibers it runs): then only
+  // the progress thread polls for the rank.
+  bool all_workers_busy() const { return busy_workers.load(std::memory_order_relaxed) == workers_; }
   // notify() for a task a worker pushed onto its own deque, without the fence. A sleeper that
   // announced itself just as the push was made may miss it and sleep out its time limit (20 us to
   // 5 ms); the task is never lost: its worker runs it when nobody steals it. The fence cost 2 % of
@@ -128,6 +127,9 @@ class worker_pool {
   // `short_sleeps` (a rank that must poll to learn of arrivals, or a channel waiting for the
   // workers to poll), else 5 ms.
   void sleep(const worker& w, bool short_sleeps, int& backoff);
+  // The progress thread `w` sleeps `us` microseconds, or until woken (an arrival while every worker
+  // is busy, the rank stops).
+  void nap(const worker& w, unsigned us);
 
   // How often the sleep group of threads of this role was woken.
   std::uint64_t wakes(thread_role role) {
@@ -142,7 +144,7 @@ class worker_pool {
   std::uint64_t worker_polls() const;
 
   std::atomic<int> active{0};        // workers and channels doing something (termination)
-  std::atomic<int> room_waiters{0};  // workers whose fibers wait for room (worker::wait_for_room)
+  std::atomic<int> busy_workers{0};  // of them, workers (not channels, I/O or progress threads)
 
  private:
   rank_services& services_;

@@ -837,16 +837,26 @@ TEST(RuntimeLocalDeathTest, TaskExceptionIsFatal) {
       ::testing::ExitedWithCode(rill::exit_fatal), "boom in a task");
 }
 
-// The rule of the progress thread (rill::am::send_inline): its handlers must not wait.
+// The rule of the progress thread (rill::am::send_inline): its handlers must not wait. Rank 1's
+// one worker is kept busy first (an idle worker would run the handler itself).
+rill::latch* g_rank1_busy = nullptr;
 TEST(RuntimeLocalDeathTest, AnInlineHandlerThatWaitsIsFatalNamingTheRule) {
   EXPECT_EXIT(
       {
         auto rt = make_runtime({"--rill:ranks=2", "--rill:workers=1", "--rill:progress=thread"});
         rt->run([] {
-          rill::latch answered(1);
+          rill::latch busy(1), answered(1);
+          g_rank1_busy = &busy;
+          rill::am::send(1, [] {
+            rill::am::send_inline(0, [] { g_rank1_busy->count_down(); });
+            rill::am::flush();
+            for (;;) std::this_thread::yield();  // until the program ends
+          });
+          rill::am::flush();
+          busy.wait();
           rill::am::send_inline(1, [] { rill::yield(); });
           rill::am::flush();
-          answered.wait();  // never: rank 1's handler ends the program
+          answered.wait();  // never: rank 1's progress thread ends the program
         });
       },
       ::testing::ExitedWithCode(rill::exit_fatal), "rank 0 yielded on the progress thread.*must not wait");

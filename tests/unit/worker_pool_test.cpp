@@ -20,9 +20,8 @@ class quiet_rank final : public rank_services {
   bool progress(worker&) override { return false; }
   void on_out_of_work(worker&) override {}
   void on_idle(worker&) override {}
-  bool must_poll(const worker&) const override { return false; }
-  // (As a rank with a progress thread: received data waits for it, not for the workers.)
-  bool has_input(const worker& w) const override { return input.load() && w.role() != thread_role::worker; }
+  bool must_poll() const override { return false; }
+  bool has_input(const worker&) const override { return input.load(); }
   std::atomic<bool> input{false};
 };
 
@@ -93,7 +92,17 @@ TEST(WorkerPool, IoWorkGoesToTheIoThreadsOnly) {
   EXPECT_EQ(pool.take_io_work(), &work);
 }
 
-TEST(WorkerPool, ArrivalsWakeTheProgressThreadNotTheWorkers) {
+// Sleeps as thread `index` until woken, waking it with arrivals.
+void wake_with_arrivals(worker_pool& pool, int index, thread_role role) {
+  const std::uint64_t before = pool.wakes(role);
+  const sleeping_channel asleep(pool, index);
+  while (pool.wakes(role) == before) {
+    pool.notify_arrival();
+    std::this_thread::yield();
+  }
+}
+
+TEST(WorkerPool, ArrivalsWakeTheProgressThreadOnlyWhenEveryWorkerIsBusy) {
   quiet_rank rank;
   worker_pool pool(rank, 1, 0, 1, true, 64 * 1024, 50, 4);
   worker* progress = pool.progress_thread();
@@ -103,43 +112,27 @@ TEST(WorkerPool, ArrivalsWakeTheProgressThreadNotTheWorkers) {
   ASSERT_EQ(pool.io_threads(), 1);
   rank.input = true;
   EXPECT_TRUE(pool.has_work(*progress)) << "received data does not wake the progress thread";
-  EXPECT_FALSE(pool.has_work(pool.at(0))) << "received data wakes a worker that does not poll";
+  EXPECT_TRUE(pool.has_work(pool.at(0))) << "received data does not wake a worker";
   rank.input = false;
-  {
-    const sleeping_channel asleep(pool, 2);
-    while (pool.wakes(thread_role::progress) == 0) {
-      pool.notify_arrival();
-      std::this_thread::yield();
-    }
-  }
-  EXPECT_EQ(pool.wakes(thread_role::worker), 0u) << "an arrival woke the workers";
-  // A worker whose fibers wait for room in a queue is woken by the arrival that signals room.
-  pool.room_waiters = 1;
-  const std::uint64_t before = pool.wakes(thread_role::worker);
-  std::thread sleeper([&] {
-    int backoff = 0;
-    pool.sleep(pool.at(0), false, backoff);
-  });
-  while (pool.wakes(thread_role::worker) == before) {
-    pool.notify_arrival();
-    std::this_thread::yield();
-  }
-  sleeper.join();
-  pool.room_waiters = 0;
+  // An idle worker polls: arrivals wake it, and leave the progress thread asleep.
+  wake_with_arrivals(pool, 0, thread_role::worker);
+  EXPECT_EQ(pool.wakes(thread_role::progress), 0u) << "an arrival woke the progress thread beside an idle worker";
+  // With every worker busy, only the progress thread answers: arrivals wake it.
+  ASSERT_FALSE(pool.all_workers_busy());
+  pool.busy_workers = 1;
+  ASSERT_TRUE(pool.all_workers_busy());
+  wake_with_arrivals(pool, 2, thread_role::progress);
+  pool.busy_workers = 0;
 }
 
 TEST(WorkerPool, WithoutAProgressThreadArrivalsWakeTheWorkers) {
   quiet_rank rank;
   worker_pool pool(rank, 1, 0, 1, false, 64 * 1024, 50, 4);
   EXPECT_EQ(pool.progress_thread(), nullptr);
-  {
-    const sleeping_channel asleep(pool, 0);
-    while (pool.wakes(thread_role::worker) == 0) {
-      pool.notify_arrival();
-      std::this_thread::yield();
-    }
-  }
+  pool.busy_workers = 1;
+  wake_with_arrivals(pool, 0, thread_role::worker);
   EXPECT_EQ(pool.wakes(thread_role::progress), 0u);
+  pool.busy_workers = 0;
 }
 
 }  // namespace
