@@ -179,8 +179,8 @@ int main(int argc, char** argv) {
   }
   const rill::config& cfg = rt.options();
   const bool mpi = cfg.transport == rill::transport_kind::mpi;
-  const std::string where =
-      fmt::format("agg-bytes {}, agg-age-us {}, 2 ranks {}", cfg.agg_bytes, cfg.agg_age_us, mpi ? "mpi" : "local");
+  const std::string where = fmt::format("agg-bytes {}, agg-age-us {}, idle flush {}, 2 ranks {}", cfg.agg_bytes,
+                                        cfg.agg_age_us, cfg.agg_idle_flush ? "on" : "off", mpi ? "mpi" : "local");
   auto make = [&](const char* what, const char* metric, const char* unit, bool higher) {
     bench::result r;
     r.id = "G4";
@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
     r.peer = "unaggregated (am::flush after every send)";
     r.extra = {{"agg_bytes", cfg.agg_bytes},
                {"agg_age_us", cfg.agg_age_us},
+               {"agg_idle_flush", cfg.agg_idle_flush},
                {"ranks", 2},
                {"transport", mpi ? "mpi" : "local"}};
     return r;

@@ -52,9 +52,9 @@
     "run on, taken in turn by the process's ranks (under mpi, after the cores of the processes before it on the "     \
     "node, unless the launcher bound it), so that workers share a core only when there are more than cores")         \
   X(scheduler, "progress", progress, progress_mode, progress_mode::worker, progress_names, from_config, per_rank,     \
-    "worker (the workers poll the network between tasks) or thread: besides, while every worker of a rank is busy, " \
-    "a thread of the rank polls it, runs the runtime's protocol handlers and rill::am::send_inline's at once and "     \
-    "queues other messages for the workers, so that a rank answers while its workers run long tasks")              \
+    "worker (the workers poll the network between tasks) or thread: besides, while every worker of a rank is busy, "  \
+    "a thread of the rank polls it, runs the runtime's protocol handlers and rill::am::send_inline's at once and "    \
+    "queues other messages for the workers, so that a rank answers while its workers run long tasks")                 \
   X(scheduler, "inline-queue", inline_queue, std::int64_t, 16, number(0, std::int64_t{1} << 40), from_config,         \
     per_rank,                                                                                                         \
     "tasks queued on a worker from which a task spawned with rill::may_inline runs at once on the spawner's stack "   \
@@ -65,6 +65,9 @@
     "aggregation buffer size threshold: a destination's buffer leaves when it is this full")                          \
   X(messages, "agg-age-us", agg_age_us, std::uint64_t, 200, number(0, 10'000'000), from_config, per_rank,             \
     "age threshold: a buffer whose oldest message is this old (microseconds) leaves")                                 \
+  X(messages, "agg-idle-flush", agg_idle_flush, bool, true, on_off, from_config, per_rank,                            \
+    "flush on idle: what a rank buffered leaves as soon as a worker runs out of work (off: only full or aged "        \
+    "buffers leave, and rill::am::flush; measured by G4)")                                                            \
   X(messages, "large-bytes", large_bytes, std::size_t, 16 * 1024, bytes(64, std::size_t{1} << 30), from_config, same, \
     "payloads above this size travel on their own, not copied into buffers")                                          \
   X(messages, "unresponsive-s", unresponsive_s, double, 0, seconds(0, 1e6), from_config, per_rank,                    \

@@ -56,14 +56,15 @@ std::shared_ptr<const void> dispatcher::pin(received_buffer& rb) {
   return rb.pinned;
 }
 
-dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, aggregator& agg,
-                       delivery_counts& counts)
+dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, bool idle_flush,
+                       aggregator& agg, delivery_counts& counts)
     : ep_(ep),
       pool_(pool),
       agg_(agg),
       counts_(counts),
       id_(ep.rank()),
       progress_thread_(progress_thread),
+      idle_flush_(idle_flush),
       received_(static_cast<std::size_t>(threads)) {}
 
 bool dispatcher::progress(worker& w) {
@@ -98,7 +99,7 @@ bool dispatcher::progress(worker& w) {
     did = true;
     // Replies the handlers sent leave now when the worker has nothing else to do (the loop would
     // flush them as soon as it found no work): a lone reply must not wait for a trip round the loop.
-    if (agg_.any_buffered() && w.out_of_work()) agg_.flush_all();
+    if (idle_flush_ && agg_.any_buffered() && w.out_of_work()) agg_.flush_all();
   }
   if (agg_.any_buffered()) agg_.flush_aged(steady_now_ns());
   return did;

@@ -22,8 +22,9 @@ class dispatcher {
  public:
   // `pool` may be under construction: it is used only once workers run.
   // `threads`: the rank's threads (per-thread queues); `progress_thread`: whether one of them polls
-  // for the workers.
-  dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, aggregator& agg,
+  // for the workers; `idle_flush`: replies leave when the thread that ran their handlers is out of
+  // work (--rill:agg-idle-flush).
+  dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, bool idle_flush, aggregator& agg,
              delivery_counts& counts);
 
   // Network progress on thread w: runs what a suspended handler left, polls the endpoint (unless
@@ -66,6 +67,7 @@ class dispatcher {
   delivery_counts& counts_;
   const int id_;
   const bool progress_thread_;
+  const bool idle_flush_;
   std::vector<std::deque<received_buffer>> received_;  // per thread (by index): buffers being run
   std::mutex handed_lock_;
   std::deque<received_buffer> handed_;        // from the progress thread, for any worker

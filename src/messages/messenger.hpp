@@ -28,7 +28,8 @@ class messenger final : public rank_module {
         outbox_(ep, pool, counts_),
         agg_(id_, size_, cfg, outbox_),
         progress_thread_(cfg.progress == rill::progress_mode::thread),
-        dispatch_(ep, pool, threads_per_rank(cfg), progress_thread_, agg_, counts_) {}
+        idle_flush_(cfg.agg_idle_flush),
+        dispatch_(ep, pool, threads_per_rank(cfg), progress_thread_, idle_flush_, agg_, counts_) {}
 
   int id() const { return id_; }
   int size() const { return size_; }
@@ -58,8 +59,10 @@ class messenger final : public rank_module {
     return ep_.has_input() || (progress_thread_ && w.role() == thread_role::worker && dispatch_.has_handed());
   }
   // Aggregation's flush on idle: a worker found no work, so whatever this rank buffered leaves now
-  // (a lone request must not wait for the age threshold).
-  void on_out_of_work(worker&) override { agg_.flush_all(); }
+  // (a lone request must not wait for the age threshold); unless --rill:agg-idle-flush=off.
+  void on_out_of_work(worker&) override {
+    if (idle_flush_) agg_.flush_all();
+  }
 
  private:
   endpoint& ep_;
@@ -70,6 +73,7 @@ class messenger final : public rank_module {
   outbox outbox_;
   aggregator agg_;
   const bool progress_thread_;  // --rill:progress=thread
+  const bool idle_flush_;       // --rill:agg-idle-flush
   dispatcher dispatch_;
 };
 

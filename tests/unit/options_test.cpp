@@ -58,6 +58,7 @@ const char* const all_names[] = {"ranks",
                                  "io-order",
                                  "bind",
                                  "progress",
+                                 "agg-idle-flush",
                                  "io-depth",
                                  "io-direct",
                                  "io-fuse",
@@ -319,12 +320,18 @@ TEST_F(Options, InstanceBudget) {
   expect_usage_error("--rill:instance-budget=lots", "instance-budget");
 }
 
-TEST_F(Options, LaunchMemo) {
-  args d{"prog"};
-  EXPECT_TRUE(parse(d).cfg.launch_memo);
-  args a{"prog", "--rill:launch-memo=off"};
-  EXPECT_FALSE(parse(a).cfg.launch_memo);
-  expect_usage_error("--rill:launch-memo=sometimes", "launch-memo");
+// Switches that are on unless turned off.
+TEST_F(Options, SwitchesOnByDefaultTurnOff) {
+  const std::pair<const char*, bool rill::config::*> switches[] = {{"launch-memo", &rill::config::launch_memo},
+                                                                   {"agg-idle-flush", &rill::config::agg_idle_flush}};
+  for (const auto& [name, member] : switches) {
+    SCOPED_TRACE(name);
+    args d{"prog"};
+    EXPECT_TRUE(parse(d).cfg.*member);
+    args a{"prog", std::string("--rill:") + name + "=off"};
+    EXPECT_FALSE(parse(a).cfg.*member);
+    expect_usage_error(std::string("--rill:") + name + "=sometimes", name);
+  }
 }
 
 TEST_F(Options, WriteAfterRead) {

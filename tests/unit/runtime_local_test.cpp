@@ -350,6 +350,30 @@ TEST(RuntimeLocal, FibersPollingWithYieldStillLetTheNetworkProgress) {
 // Likewise two fibers that wake each other through latches, parking in turn.
 std::atomic<bool> reply_arrived{false};
 
+// --rill:agg-idle-flush=off: a worker that runs out of work no longer sends what its rank buffered,
+// so a lone request and its reply each leave when their buffer is old enough -- round trips still
+// complete, each reply once.
+rill::latch* g_aged_reply = nullptr;
+std::atomic<int> g_aged_replies{0};
+TEST(RuntimeLocal, WithoutFlushOnIdleALoneMessageLeavesByAge) {
+  g_aged_replies = 0;
+  auto rt = make_runtime({"--rill:ranks=2", "--rill:workers=1", "--rill:agg-idle-flush=off", "--rill:agg-age-us=100"});
+  rt->run([] {
+    for (int i = 0; i < 20; ++i) {
+      rill::latch reply(1);
+      g_aged_reply = &reply;
+      rill::am::send(1, [] {
+        rill::am::send(0, [] {
+          g_aged_replies.fetch_add(1);
+          g_aged_reply->count_down();
+        });
+      });
+      reply.wait();
+    }
+  });
+  EXPECT_EQ(g_aged_replies.load(), 20);
+}
+
 TEST(RuntimeLocal, FibersWakingEachOtherStillLetTheNetworkProgress) {
   reply_arrived.store(false);
   auto rt = make_runtime({"--rill:ranks=2", "--rill:workers=1"});
