@@ -162,7 +162,7 @@ void dispatcher::hand_to_workers(received_buffer&& rb) {
   // next poll (every few tasks while busy, or as soon as it is woken). Until then its messages count
   // as received and not handled, which keeps termination detection from ending the run.
   rb.at = wire::buffer_header_bytes;
-  rb.left = wire::get<std::uint32_t>(rb.bytes.data() + 8);
+  rb.left = wire::message_count(rb.bytes.data());
   rb.sequence = wire::first_sequence(rb.bytes.data());
   rb.runs = part::workers;
   rb.for_workers = 0;

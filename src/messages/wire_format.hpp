@@ -55,7 +55,9 @@ inline void begin_buffer(std::vector<std::byte>& b, std::uint32_t source, std::u
 // The first sequence of the buffer starting at `b`.
 inline std::uint32_t first_sequence(const std::byte* b) { return get<std::uint32_t>(b + 12); }
 
-inline std::uint32_t message_count(const std::vector<std::byte>& b) { return get<std::uint32_t>(b.data() + 8); }
+// The message count of the buffer starting at `b`.
+inline std::uint32_t message_count(const std::byte* b) { return get<std::uint32_t>(b + 8); }
+inline std::uint32_t message_count(const std::vector<std::byte>& b) { return message_count(b.data()); }
 
 // Writes the header of a message at offset `at` of the buffer starting at `b` (which has room for
 // it and its payload) and counts it in the buffer header; returns where the payload goes.

@@ -235,14 +235,16 @@ void worker::loop() {
     // The progress thread polls only while every worker is busy: an idle worker polls anyway,
     // and two threads polling for one rank took turns on the cores (docs/scheduler.md). It naps
     // meanwhile, longer and longer while the workers keep polling.
-    if (role_ == thread_role::progress && blocked_.empty() && !pool_.all_workers_busy()) {
-      mark_idle();
-      reset_idle();
-      pool_.nap(*this, progress_nap_us << std::min(naps_, progress_nap_doublings));
-      ++naps_;
-      continue;
+    if (role_ == thread_role::progress && blocked_.empty()) {
+      if (!pool_.all_workers_busy()) {
+        mark_idle();
+        reset_idle();
+        pool_.nap(*this, progress_nap_us << std::min(naps_, progress_nap_doublings));
+        ++naps_;
+        continue;
+      }
+      naps_ = 0;
     }
-    if (role_ == thread_role::progress) naps_ = 0;
     if (progress_and_release() || !local_ready_.empty()) {  // never idle with ready fibers
       reset_idle();
       continue;
@@ -407,7 +409,7 @@ void worker::mark_active() {
   if (!active_) {
     active_ = true;
     pool_.active.fetch_add(1, std::memory_order_seq_cst);
-    if (role_ == thread_role::worker) pool_.busy_workers.fetch_add(1, std::memory_order_relaxed);
+    if (counts_busy_) pool_.busy_workers.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -415,7 +417,7 @@ void worker::mark_idle() {
   if (active_) {
     active_ = false;
     pool_.active.fetch_sub(1, std::memory_order_seq_cst);
-    if (role_ == thread_role::worker) pool_.busy_workers.fetch_sub(1, std::memory_order_relaxed);
+    if (counts_busy_) pool_.busy_workers.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -443,9 +445,8 @@ void worker::idle_step() {
   // the other's messages stay slow. Ranks that are woken by arrivals need only a short spin.
   // A channel, which does not poll and is woken by channel work, spins as briefly: a transfer's
   // steps come in bursts, and each that found it asleep would wait for its wake-up.
-  const bool polls = role_ == thread_role::worker || role_ == thread_role::progress;
   const std::uint64_t window =
-      must_poll && polls ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
+      must_poll && polls_network() ? pool_.idle_poll_ns() : std::min<std::uint64_t>(pool_.idle_poll_ns(), 50'000);
   if (now - idle_since_ns_ < window) {
     // Let other threads (another rank's process on an oversubscribed node) run now and then.
     std::this_thread::yield();
@@ -551,10 +552,9 @@ bool worker::progress_and_release() {
   // progress (back-pressure on a send) goes on once a worker has polled since it began to wait;
   // until then the channel idles and sleeps (idle_step).
   // The progress thread polls as a worker does (it runs the handlers that may run there).
-  const bool polls = role_ == thread_role::worker || role_ == thread_role::progress;
-  if (!polls && (blocked_.empty() || pool_.worker_polls() == blocked_at_polls_)) return false;
+  if (!polls_network() && (blocked_.empty() || pool_.worker_polls() == blocked_at_polls_)) return false;
   bool did = false;
-  if (polls) {
+  if (polls_network()) {
     polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     did = pool_.services().progress(*this);
   }
@@ -569,6 +569,7 @@ bool worker::progress_and_release() {
 
 void worker::thread_main() {
   tls_worker = this;
+  counts_busy_ = role_ == thread_role::worker && pool_.progress_thread() != nullptr;
   if (trace::rank_trace* t = pool_.trace()) {
     t->attach_thread(index_);
     traced_ = true;

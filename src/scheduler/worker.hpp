@@ -188,6 +188,8 @@ class worker {
   void idle_step();
   void reset_idle();
   bool progress_and_release();
+  // Whether this thread polls the network: a worker or the progress thread, not a channel.
+  bool polls_network() const { return role_ == thread_role::worker || role_ == thread_role::progress; }
   void mark_idle();
   // True on every poll_every-th scheduling step (task run, fiber resumed, yield or park): then the
   // network is polled, whatever the local work.
@@ -224,6 +226,9 @@ class worker {
   const int index_;
   const thread_role role_;
   const bool channel_;  // role_ != worker
+  // A worker of a rank with a progress thread: counted in the pool's busy_workers while active
+  // (set as the thread starts: the pool makes its progress thread after the workers).
+  bool counts_busy_ = false;
   worker_counters counters_;
   chase_lev_deque<task_record*> deque_;
   const std::size_t task_stack_bytes_;  // --rill:stack (times the sanitizer factor)

@@ -140,14 +140,18 @@ void worker_pool::wake(sleep_group& group) {
   group.cv.notify_all();
 }
 
-void worker_pool::nap(const worker& w, unsigned us) {
+template <class Done>
+void worker_pool::wait_in_group(const worker& w, std::chrono::microseconds limit, Done done) {
   sleep_group& group = group_of(w);
   std::unique_lock g(sleep_lock_);
   const std::uint64_t epoch = group.epoch;
   group.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  group.cv.wait_for(g, std::chrono::microseconds(us),
-                    [&] { return group.epoch != epoch || services_.stopping() || all_workers_busy(); });
+  group.cv.wait_for(g, limit, [&] { return group.epoch != epoch || services_.stopping() || done(); });
   group.sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void worker_pool::nap(const worker& w, unsigned us) {
+  wait_in_group(w, std::chrono::microseconds(us), [this] { return all_workers_busy(); });
 }
 
 void worker_pool::sleep(const worker& w, bool short_sleeps, int& backoff) {
@@ -156,12 +160,7 @@ void worker_pool::sleep(const worker& w, bool short_sleeps, int& backoff) {
   // the check for work after the announcement; the time limit is a last resort.
   using namespace std::chrono;
   const auto limit = short_sleeps ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
-  sleep_group& group = group_of(w);
-  std::unique_lock g(sleep_lock_);
-  const std::uint64_t epoch = group.epoch;
-  group.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  group.cv.wait_for(g, limit, [&] { return group.epoch != epoch || services_.stopping() || has_work(w); });
-  group.sleepers.fetch_sub(1, std::memory_order_relaxed);
+  wait_in_group(w, limit, [&] { return has_work(w); });
   ++backoff;
 }
 

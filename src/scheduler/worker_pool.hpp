@@ -22,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -103,7 +104,7 @@ class worker_pool {
     if (progress_ && all_workers_busy()) notify(progress_asleep_);
   }
   // Whether every worker is busy (in a task, or marked so by handlers or fibers it runs): then only
-  // the progress thread polls for the rank.
+  // the progress thread polls for the rank. (Counted only where there is a progress thread.)
   bool all_workers_busy() const { return busy_workers.load(std::memory_order_relaxed) == workers_; }
   // notify() for a task a worker pushed onto its own deque, without the fence. A sleeper that
   // announced itself just as the push was made may miss it and sleep out its time limit (20 us to
@@ -177,6 +178,9 @@ class worker_pool {
 #endif
   }
   void wake(sleep_group& g);
+  // `w` waits in its group until the group is woken, the rank stops, done() holds, or `limit`.
+  template <class Done>
+  void wait_in_group(const worker& w, std::chrono::microseconds limit, Done done);
   std::mutex sleep_lock_;
   sleep_group workers_asleep_;
   sleep_group channels_asleep_;
