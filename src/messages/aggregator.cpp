@@ -1,6 +1,7 @@
 #include "messages/aggregator.hpp"
 
 #include "messages/message_flow.hpp"
+#include "messages/routed_wire.hpp"
 #include "trace/hooks.hpp"
 
 #include <algorithm>
@@ -22,13 +23,14 @@ constexpr std::size_t small_copy_bytes = 512;
 
 aggregator::aggregator(int self, int ranks, const rill::config& cfg, buffer_sink& sink)
     : self_(self),
+      routes_(self, ranks, cfg.ranks_per_node),
       threshold_(cfg.agg_bytes),
       large_(cfg.large_bytes),
       age_ns_(cfg.agg_age_us * 1000),
       sink_(sink),
-      queues_(new queue[static_cast<std::size_t>(ranks)]),
-      single_sequences_(new std::atomic<std::uint32_t>[static_cast<std::size_t>(ranks)]()),
-      ranks_(ranks) {}
+      queues_(new queue[static_cast<std::size_t>(routes_.routes())]),
+      sequences_(new std::uint32_t[static_cast<std::size_t>(ranks)]()),
+      single_sequences_(new std::atomic<std::uint32_t>[static_cast<std::size_t>(ranks)]()) {}
 
 std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
   if (bytes > large_) {
@@ -43,31 +45,44 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
                                                 static_cast<std::uint64_t>(dest), bytes);
     return wire::append_message(pending_large, id, bytes);
   }
-  queue& q = queues_[static_cast<std::size_t>(dest)];
+  const int route = routes_.route_of(dest);
+  queue& q = queues_[static_cast<std::size_t>(route)];
+  const std::size_t plain = wire::message_header_bytes(bytes) + bytes;
+  const auto to = static_cast<std::uint16_t>(routes_.local_index(dest));
   for (;;) {
     q.lock.lock();
-    const std::size_t need = wire::message_header_bytes(bytes) + bytes;
-    if (q.used > wire::buffer_header_bytes && q.used + need > threshold_) {
-      // This message would overfill the buffer: send what is there first.
-      leave_locked(q, dest);
-      continue;
+    if (q.used > wire::buffer_header_bytes) {
+      if (!q.routed && q.dest != dest) {
+        // A second rank of that node: the buffer becomes routed, if that leaves room for this message.
+        if (q.used + routed_growth(wire::message_count(q.buf.data())) + wire::routed_message_bytes(bytes, true) >
+            threshold_) {
+          leave_locked(q, route);
+          continue;
+        }
+        route_locked(q, route);
+      }
+      const std::size_t need = q.routed ? wire::routed_message_bytes(bytes, q.shares[to].messages == 0) : plain;
+      if (q.used + need > threshold_) {
+        // This message would overfill the buffer: send what is there first.
+        leave_locked(q, route);
+        continue;
+      }
+    } else {
+      begin_locked(q, dest, plain);
     }
-    if (q.used <= wire::buffer_header_bytes) {
-      // Zero-filled once per buffer, not per message.
-      const std::size_t room = std::max(threshold_ + 64, wire::buffer_header_bytes + need);
-      if (q.buf.size() < room) q.buf.resize(room);
-      wire::write_buffer_header(q.buf.data(), static_cast<std::uint32_t>(self_), q.next_sequence);
-      q.used = wire::buffer_header_bytes;
-      // Stamped by the first flush_aged() that sees the buffer, not here: a clock read per new
-      // buffer is latency on every lone message, and progress points come often.
-      q.first_ns = 0;
-      q.control = 0;
-      q.nonempty.store(true, std::memory_order_release);
-      buffered_.fetch_add(1, std::memory_order_acq_rel);
+    const std::uint32_t sequence = sequences_[static_cast<std::size_t>(dest)]++;
+    std::byte* payload;
+    if (q.routed) {
+      share& sh = q.shares[to];
+      const bool first = sh.messages++ == 0;
+      if (first) q.tos.push_back(to);
+      q.last_to = to;
+      payload = wire::write_routed_message_header(q.buf.data(), q.used, to, first, sequence, id, bytes);
+      q.used += wire::routed_message_bytes(bytes, first);
+    } else {
+      payload = wire::write_message_header(q.buf.data(), q.used, id, bytes);
+      q.used += plain;
     }
-    std::byte* payload = wire::write_message_header(q.buf.data(), q.used, id, bytes);
-    q.used += need;
-    const std::uint32_t sequence = q.next_sequence++;
     if (trace::enabled()) [[unlikely]]
       trace::instant<trace::kind::message_send>(traced_flow(self_, dest, sequence, id),
                                                 static_cast<std::uint64_t>(dest), bytes);
@@ -75,12 +90,48 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
   }
 }
 
+void aggregator::begin_locked(queue& q, int dest, std::size_t first_message_bytes) {
+  // Zero-filled once per buffer, not per message.
+  const std::size_t room = std::max(threshold_ + 64, wire::buffer_header_bytes + first_message_bytes);
+  if (q.buf.size() < room) q.buf.resize(room);
+  wire::write_buffer_header(q.buf.data(), static_cast<std::uint32_t>(self_),
+                            sequences_[static_cast<std::size_t>(dest)]);
+  q.used = wire::buffer_header_bytes;
+  // Stamped by the first flush_aged() that sees the buffer, not here: a clock read per new buffer
+  // is latency on every lone message, and progress points come often.
+  q.first_ns = 0;
+  q.control = 0;
+  q.dest = dest;
+  q.routed = false;
+  if (!q.ever_used) {
+    q.ever_used = true;
+    queues_used_.fetch_add(1, std::memory_order_relaxed);
+  }
+  q.nonempty.store(true, std::memory_order_release);
+  buffered_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void aggregator::route_locked(queue& q, int route) {
+  const auto to = static_cast<std::uint16_t>(routes_.local_index(q.dest));
+  const std::uint32_t messages = wire::message_count(q.buf.data());
+  q.used = convert_to_routed(q.buf.data(), q.used, to, static_cast<std::uint32_t>(routes_.node_of_route(route)));
+  q.routed = true;
+  if (q.shares.empty()) q.shares.resize(static_cast<std::size_t>(routes_.ranks_per_node()));
+  q.shares[to] = share{messages, q.control};
+  q.tos.assign(1, to);
+  q.last_to = to;
+}
+
 void aggregator::mark_control(int dest) {
   if (pending_large_dest == dest && !pending_large.empty()) {
     pending_large_application = 0;
-  } else {
-    ++queues_[static_cast<std::size_t>(dest)].control;
+    return;
   }
+  queue& q = queues_[static_cast<std::size_t>(routes_.route_of(dest))];
+  if (q.routed)
+    ++q.shares[q.last_to].control;
+  else
+    ++q.control;
 }
 
 void aggregator::commit(int dest) {
@@ -93,17 +144,23 @@ void aggregator::commit(int dest) {
     sink_.transmit(dest, std::move(mine), pending_large_application);
     return;
   }
-  queue& q = queues_[static_cast<std::size_t>(dest)];
+  const int route = routes_.route_of(dest);
+  queue& q = queues_[static_cast<std::size_t>(route)];
   if (q.used >= threshold_) {
-    leave_locked(q, dest);
+    leave_locked(q, route);
     return;
   }
   q.lock.unlock();
 }
 
-void aggregator::leave_locked(queue& q, int dest) {
+void aggregator::leave_locked(queue& q, int route) {
+  if (q.routed) {
+    leave_routed_locked(q, route);
+    return;
+  }
+  const int dest = q.dest;
   trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(dest), q.used);
-  const std::uint32_t application = wire::get<std::uint32_t>(q.buf.data() + 8) - q.control;
+  const std::uint32_t application = wire::message_count(q.buf.data()) - q.control;
   if (sink_.transmit_copy(dest, std::span<const std::byte>(q.buf.data(), q.used), application)) {
     q.nonempty.store(false, std::memory_order_release);
     buffered_.fetch_sub(1, std::memory_order_acq_rel);
@@ -114,6 +171,35 @@ void aggregator::leave_locked(queue& q, int dest) {
   buffer full = take_locked(q);
   q.lock.unlock();
   sink_.transmit(dest, std::move(full), application);
+}
+
+void aggregator::leave_routed_locked(queue& q, int route) {
+  const int node = routes_.node_of_route(route);
+  const int via = routes_.peer_on(node);
+  trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(via), q.used);
+  // Delivery audits count each destination's messages as handed to it by this rank, once the
+  // buffer is with the transport (the forwarder counts none of them).
+  std::vector<std::pair<int, std::uint32_t>> handed;
+  handed.reserve(q.tos.size());
+  for (const std::uint16_t to : q.tos) {
+    share& sh = q.shares[to];
+    handed.emplace_back(routes_.rank_at(node, to), sh.messages - sh.control);
+    sh = share{};
+  }
+  q.tos.clear();
+  q.routed = false;
+  routed_sent_.fetch_add(1, std::memory_order_relaxed);
+  if (sink_.transmit_copy(via, std::span<const std::byte>(q.buf.data(), q.used), 0)) {
+    q.nonempty.store(false, std::memory_order_release);
+    buffered_.fetch_sub(1, std::memory_order_acq_rel);
+    q.used = 0;
+    q.lock.unlock();
+  } else {
+    buffer full = take_locked(q);
+    q.lock.unlock();
+    sink_.transmit(via, std::move(full), 0);
+  }
+  for (const auto& [dest, application] : handed) sink_.count_handed(dest, application);
 }
 
 buffer aggregator::take_locked(queue& q) {
@@ -132,34 +218,45 @@ buffer aggregator::take_locked(queue& q) {
   return full;
 }
 
-void aggregator::flush(int dest) {
-  queue& q = queues_[static_cast<std::size_t>(dest)];
+void aggregator::flush_route(int route) {
+  queue& q = queues_[static_cast<std::size_t>(route)];
   if (!q.nonempty.load(std::memory_order_acquire)) return;
   q.lock.lock();
   if (q.used <= wire::buffer_header_bytes) {
     q.lock.unlock();
     return;
   }
-  leave_locked(q, dest);
+  leave_locked(q, route);
 }
 
 void aggregator::flush_all() {
   if (!any_buffered()) return;
-  for (int d = 0; d < ranks_; ++d) flush(d);
+  for (int r = 0; r < routes_.routes(); ++r) flush_route(r);
 }
 
 void aggregator::flush_aged(std::uint64_t now) {
   if (!any_buffered()) return;
-  for (int d = 0; d < ranks_; ++d) {
-    queue& q = queues_[static_cast<std::size_t>(d)];
+  for (int r = 0; r < routes_.routes(); ++r) {
+    queue& q = queues_[static_cast<std::size_t>(r)];
     if (!q.nonempty.load(std::memory_order_acquire)) continue;
     q.lock.lock();
     // `now` may predate a buffer another thread started meanwhile: unsigned subtraction would wrap.
     if (q.used > wire::buffer_header_bytes && q.first_ns == 0) q.first_ns = now;
     const bool aged = q.used > wire::buffer_header_bytes && now >= q.first_ns && now - q.first_ns >= age_ns_;
     q.lock.unlock();
-    if (aged) flush(d);
+    if (aged) flush_route(r);
   }
+}
+
+std::size_t aggregator::buffer_bytes() const {
+  std::size_t bytes = 0;
+  for (int r = 0; r < routes_.routes(); ++r) {
+    queue& q = queues_[static_cast<std::size_t>(r)];
+    q.lock.lock();
+    bytes += q.buf.capacity();
+    q.lock.unlock();
+  }
+  return bytes;
 }
 
 }  // namespace rill::detail

@@ -20,6 +20,9 @@ class buffer_sink {
   // Sends a copy of `bytes` at once if the transport can (endpoint::try_send_copy, a node ring);
   // false otherwise, and then the caller transmits the buffer itself.
   virtual bool transmit_copy(int dest, std::span<const std::byte> bytes, std::uint32_t application) = 0;
+  // Counts `application` messages as handed to `dest` that a routed buffer carries through another
+  // rank of dest's node (transmitted with an application count of 0).
+  virtual void count_handed(int dest, std::uint32_t application) = 0;
 
  protected:
   ~buffer_sink() = default;

@@ -8,6 +8,7 @@
 #include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
 #include "messages/message_flow.hpp"
+#include "messages/routed_wire.hpp"
 #include "rill/error.hpp"
 #include "rill/serialization.hpp"
 
@@ -57,10 +58,11 @@ std::shared_ptr<const void> dispatcher::pin(received_buffer& rb) {
 }
 
 dispatcher::dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, bool idle_flush,
-                       aggregator& agg, delivery_counts& counts)
+                       aggregator& agg, buffer_sink& sink, delivery_counts& counts)
     : ep_(ep),
       pool_(pool),
       agg_(agg),
+      sink_(sink),
       counts_(counts),
       id_(ep.rank()),
       progress_thread_(progress_thread),
@@ -83,17 +85,15 @@ bool dispatcher::progress(worker& w) {
   ep_.poll(batch, poll_batch);
   if (!batch.empty()) {
     w.mark_active();
-    auto& queue = received_[static_cast<std::size_t>(w.index())];
-    for (auto& in : batch) {
-      const std::span<const std::byte> bytes(in.bytes);
-      auto checked = validate_buffer(bytes, in.source, handler_count());
-      if (auto* error = std::get_if<std::string>(&checked)) fatal("rank {} received a bad buffer: {}", id_, *error);
-      const buffer_counts counts = std::get<buffer_counts>(checked);
-      counts_.add_received(in.source, counts.application);
-      trace::instant<trace::kind::message_arrival>(0, static_cast<std::uint64_t>(in.source), bytes.size());
-      queue.push_back(received_buffer{std::move(in), bytes, wire::buffer_header_bytes, counts.messages,
-                                      wire::first_sequence(bytes.data()), nullptr,
-                                      on_progress ? part::progress : part::all, 0});
+    std::vector<forward> forwards;
+    for (auto& in : batch) accept(std::move(in), w, forwards);
+    // (The batch is done with: a send that waits for room may poll again on this thread.)
+    forwarded_.fetch_add(forwards.size(), std::memory_order_relaxed);
+    for (forward& f : forwards) {
+      if (sink_.transmit_copy(f.dest, f.bytes, 0))
+        ep_.recycle(std::move(f.bytes));
+      else
+        sink_.transmit(f.dest, std::move(f.bytes), 0);
     }
     run_received(w);
     did = true;
@@ -103,6 +103,52 @@ bool dispatcher::progress(worker& w) {
   }
   if (agg_.any_buffered()) agg_.flush_aged(steady_now_ns());
   return did;
+}
+
+void dispatcher::accept(incoming&& in, worker& w, std::vector<forward>& forwards) {
+  const std::span<const std::byte> bytes(in.bytes);
+  trace::instant<trace::kind::message_arrival>(0, static_cast<std::uint64_t>(in.source), bytes.size());
+  if (bytes.size() >= 4 && wire::get<std::uint32_t>(bytes.data()) == wire::magic_routed) {
+    accept_routed(std::move(in), w, forwards);
+    return;
+  }
+  auto checked = validate_buffer(bytes, in.source, handler_count(), &agg_.routes(), id_);
+  if (auto* error = std::get_if<std::string>(&checked)) fatal("rank {} received a bad buffer: {}", id_, *error);
+  const buffer_counts counts = std::get<buffer_counts>(checked);
+  in.source = counts.source;  // (the writer of a forwarded buffer)
+  counts_.add_received(counts.source, counts.application);
+  queue_received(std::move(in), w, counts.messages);
+}
+
+void dispatcher::accept_routed(incoming&& in, worker& w, std::vector<forward>& forwards) {
+  const node_routes& routes = agg_.routes();
+  thread_local std::vector<routed_share> shares;
+  if (auto error = validate_routed(in.bytes, in.source, id_, routes, handler_count(), shares))
+    fatal("rank {} received a bad buffer: {}", id_, *error);
+  std::vector<buffer> pieces(shares.size());
+  for (std::size_t to = 0; to < shares.size(); ++to)
+    if (shares[to].messages > 0) pieces[to] = ep_.spare(in.bytes.size());
+  split_routed(in.bytes, pieces);
+  const int node = routes.node_of(id_);
+  for (std::size_t to = 0; to < pieces.size(); ++to) {
+    if (shares[to].messages == 0) continue;
+    const int dest = routes.rank_at(node, static_cast<int>(to));
+    if (dest != id_) {
+      forwards.push_back(forward{dest, std::move(pieces[to])});
+      continue;
+    }
+    counts_.add_received(in.source, shares[to].application);
+    queue_received(incoming{in.source, std::move(pieces[to])}, w, shares[to].messages);
+  }
+  ep_.recycle(std::move(in.bytes));
+}
+
+void dispatcher::queue_received(incoming&& in, worker& w, std::uint32_t messages) {
+  const std::span<const std::byte> bytes(in.bytes);
+  const std::uint32_t sequence = wire::first_sequence(bytes.data());
+  received_[static_cast<std::size_t>(w.index())].push_back(
+      received_buffer{std::move(in), bytes, wire::buffer_header_bytes, messages, sequence, nullptr,
+                      w.role() == thread_role::progress ? part::progress : part::all, 0});
 }
 
 bool dispatcher::run_received(worker& w) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "messages/aggregator.hpp"
+#include "messages/buffer_sink.hpp"
 #include "messages/delivery_counts.hpp"
 #include "scheduler/worker_pool.hpp"
 #include "transport/transport.hpp"
@@ -24,8 +25,9 @@ class dispatcher {
   // `threads`: the rank's threads (per-thread queues); `progress_thread`: whether one of them polls
   // for the workers; `idle_flush`: replies leave when the thread that ran their handlers is out of
   // work (--rill:agg-idle-flush).
+  // `sink` carries the buffers this rank forwards to the ranks of its node (routed_wire.hpp).
   dispatcher(endpoint& ep, worker_pool& pool, int threads, bool progress_thread, bool idle_flush, aggregator& agg,
-             delivery_counts& counts);
+             buffer_sink& sink, delivery_counts& counts);
 
   // Network progress on thread w: runs what a suspended handler left, polls the endpoint (unless
   // a progress thread polls for w), runs the new buffers' handlers, and sends what they and others
@@ -33,6 +35,8 @@ class dispatcher {
   bool progress(worker& w);
   // Buffers the progress thread handed to the workers wait.
   bool has_handed() const { return handed_count_.load(std::memory_order_seq_cst) > 0; }
+  // Buffers this rank split from routed ones and forwarded to the ranks of its node.
+  std::uint64_t forwarded() const { return forwarded_.load(std::memory_order_relaxed); }
 
  private:
   // Which of a buffer's messages a thread runs: all; those whose handlers may run on the progress
@@ -50,6 +54,16 @@ class dispatcher {
     part runs = part::all;
     std::uint32_t for_workers = 0;  // on the progress thread: messages it left to the workers
   };
+  // A buffer for a rank of this node, split from a routed one.
+  struct forward {
+    int dest;
+    buffer bytes;
+  };
+  // Checks a buffer received on thread w and queues it to run there; a routed one is split, its
+  // part for this rank queued and the others added to `forwards`.
+  void accept(incoming&& in, worker& w, std::vector<forward>& forwards);
+  void accept_routed(incoming&& in, worker& w, std::vector<forward>& forwards);
+  void queue_received(incoming&& in, worker& w, std::uint32_t messages);
   // Runs the handlers of the buffers this worker received; returns whether it ran any.
   bool run_received(worker& w);
   // On the progress thread: gives rb, whose other messages are still to run, to the workers.
@@ -64,6 +78,7 @@ class dispatcher {
   endpoint& ep_;
   worker_pool& pool_;
   aggregator& agg_;
+  buffer_sink& sink_;
   delivery_counts& counts_;
   const int id_;
   const bool progress_thread_;
@@ -72,6 +87,7 @@ class dispatcher {
   std::mutex handed_lock_;
   std::deque<received_buffer> handed_;        // from the progress thread, for any worker
   std::atomic<std::size_t> handed_count_{0};  // handed_.size(), read without the lock
+  std::atomic<std::uint64_t> forwarded_{0};
 };
 
 }  // namespace rill::detail

@@ -29,7 +29,7 @@ class messenger final : public rank_module {
         agg_(id_, size_, cfg, outbox_),
         progress_thread_(cfg.progress == rill::progress_mode::thread),
         idle_flush_(cfg.agg_idle_flush),
-        dispatch_(ep, pool, threads_per_rank(cfg), progress_thread_, idle_flush_, agg_, counts_) {}
+        dispatch_(ep, pool, threads_per_rank(cfg), progress_thread_, idle_flush_, agg_, outbox_, counts_) {}
 
   int id() const { return id_; }
   int size() const { return size_; }
@@ -62,6 +62,15 @@ class messenger final : public rank_module {
   // (a lone request must not wait for the age threshold); unless --rill:agg-idle-flush=off.
   void on_out_of_work(worker&) override {
     if (idle_flush_) agg_.flush_all();
+  }
+  // Aggregation memory: the queues that have held a buffer (per rank of this node and per other
+  // node: hierarchical aggregation keeps it within ranks-per-node + nodes) and their buffers' bytes;
+  // and the routed buffers this rank sent and the pieces of others' it forwarded.
+  void report_counters(counter_report& out) override {
+    out.add("agg_queues_used", static_cast<std::uint64_t>(agg_.queues_used()));
+    out.add("agg_buffer_bytes", agg_.buffer_bytes());
+    out.add("routed_buffers_sent", agg_.routed_sent());
+    out.add("buffers_forwarded", dispatch_.forwarded());
   }
 
  private:

@@ -21,6 +21,7 @@ class outbox final : public buffer_sink {
   // buffer_sink: waits for room (a worker of this rank makes progress meanwhile), counts the send.
   void transmit(int dest, buffer&& b, std::uint32_t application) override;
   bool transmit_copy(int dest, std::span<const std::byte> bytes, std::uint32_t application) override;
+  void count_handed(int dest, std::uint32_t application) override { counts_.add_handed(dest, application); }
   // Sends a buffer with lent parts (endpoint::try_send_lent) holding one application message,
   // waiting for room like transmit.
   void transmit_lent(int dest, lent_buffer b);

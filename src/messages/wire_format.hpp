@@ -5,6 +5,15 @@
 //   message: id u16 | length u16 | payload            (length < 0xFFFF)
 //            id u16 | 0xFFFF u16 | length u32 | payload (longer payloads)
 // The top bit of id marks runtime control messages, which termination detection does not count.
+//
+// With nodes of several ranks (messages/node_routes.hpp), a buffer for several ranks of another
+// node is routed, and the rank of that node that receives it forwards each rank its messages:
+//   routed   : magic_routed u32 | source rank u32 | message count u32 | destination node u32 | ...
+//              to u16 | id u16 | length u16 [| length u32] [| sequence u32] | payload
+//   forwarded: magic_forwarded u32 | source rank u32 | message count u32 | first sequence u32 | message...
+// `to` is the destination's index within its node; its top bit marks the first message to it in
+// the buffer, which carries the sequence of that destination's messages (the next ones follow on).
+// A forwarded buffer is an ordinary one whose source is the rank that wrote it, not the forwarder.
 // All integers are little-endian as on every supported target; reads use memcpy (no alignment).
 #pragma once
 
@@ -15,7 +24,9 @@
 
 namespace rill::detail::wire {
 
-inline constexpr std::uint32_t magic = 0x4c4c4952;  // "RILL"
+inline constexpr std::uint32_t magic = 0x4c4c4952;            // "RILL"
+inline constexpr std::uint32_t magic_routed = 0x52524952;     // "RIRR"
+inline constexpr std::uint32_t magic_forwarded = 0x46524952;  // "RIRF"
 inline constexpr std::size_t buffer_header_bytes = 16;
 // A buffer's first sequence numbers its messages from the source to the destination: aggregated
 // ones count up per destination, a message sent in a buffer of its own has this bit set and counts
@@ -80,6 +91,63 @@ inline std::byte* append_message(std::vector<std::byte>& b, std::uint16_t id, st
   const std::size_t at = b.size();
   b.resize(at + message_header_bytes(payload) + payload);
   return write_message_header(b.data(), at, id, payload);
+}
+
+// Routed buffers: the top bit of `to` marks a destination's first message in the buffer.
+inline constexpr std::uint16_t first_to_bit = 0x8000;
+inline constexpr int max_ranks_per_node = 0x7fff;
+
+inline std::size_t routed_message_bytes(std::size_t payload, bool first) {
+  return 2 + message_header_bytes(payload) + (first ? 4 : 0) + payload;
+}
+
+// Writes the header of a routed message at offset `at` of the routed buffer starting at `b` and
+// counts it; returns where the payload goes. `sequence` is written for a first message only.
+inline std::byte* write_routed_message_header(std::byte* b, std::size_t at, std::uint16_t to, bool first,
+                                              std::uint32_t sequence, std::uint16_t id, std::size_t payload) {
+  put(b + at, static_cast<std::uint16_t>(first ? to | first_to_bit : to));
+  std::byte* p = write_message_header(b, at + 2, id, payload);
+  if (first) {
+    put(p, sequence);
+    p += 4;
+  }
+  return p;
+}
+
+// A message of a routed buffer as read by next_routed_message.
+struct routed_message {
+  std::uint16_t to;
+  bool first;
+  std::uint32_t sequence;   // (first messages only)
+  const std::byte* header;  // the ordinary message header (id, length)
+  std::size_t header_bytes;
+  const std::byte* payload;
+  std::size_t payload_bytes;
+};
+
+// Reads the routed message that starts at `at` and moves `at` past it. Unchecked: only for a buffer
+// this rank wrote or one messages/routed_wire.hpp validated, as many times as its count says.
+inline routed_message next_routed_message(const std::byte* b, std::size_t& at) {
+  routed_message m{};
+  const auto to = get<std::uint16_t>(b + at);
+  m.to = to & static_cast<std::uint16_t>(~first_to_bit);
+  m.first = (to & first_to_bit) != 0;
+  m.header = b + at + 2;
+  std::size_t len = get<std::uint16_t>(m.header + 2);
+  m.header_bytes = 4;
+  if (len == long_length) {
+    len = get<std::uint32_t>(m.header + 4);
+    m.header_bytes = 8;
+  }
+  at += 2 + m.header_bytes;
+  if (m.first) {
+    m.sequence = get<std::uint32_t>(b + at);
+    at += 4;
+  }
+  m.payload = b + at;
+  m.payload_bytes = len;
+  at += len;
+  return m;
 }
 
 // Room to leave in front of a payload so that it can become a one-message buffer in place.

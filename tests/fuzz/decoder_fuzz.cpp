@@ -1,4 +1,5 @@
-// libFuzzer target: arbitrary bytes into the validating buffer decoder and, for every message it
+// libFuzzer target: arbitrary bytes into the validating buffer decoder (ordinary and routed
+// buffers) and, for every message it
 // accepts, the payload into the argument decoder of a protocol message, chosen by the message's
 // handler id: what the events, reservation, AGAS, one-sided and collective protocols read from
 // another rank (the argument lists of their handlers), index and field spaces, the shapes copies
@@ -15,11 +16,13 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "data/instance_layout.hpp"
 #include "events/event_table.hpp"
 #include "messages/decoder.hpp"
+#include "messages/routed_wire.hpp"
 #include "messages/wire_format.hpp"
 #include "rill/field_space.hpp"
 #include "rill/index_space.hpp"
@@ -81,6 +84,32 @@ void deserialize(std::uint16_t id, const std::byte* p, std::size_t n) {
   }
 }
 
+// A routed buffer (hierarchical aggregation), received by rank 5 of 16 in nodes of 4: one the
+// checker accepts splits into forwarded buffers, each of which the rank it is for accepts, holding
+// the messages and control messages the checker counted for it, from the rank that wrote them.
+void routed(std::span<const std::byte> buf, int source) {
+  using namespace rill::detail;
+  constexpr int self = 5, ranks = 16, per_node = 4;
+  const node_routes routes(self, ranks, per_node);
+  std::vector<routed_share> shares;
+  if (auto error = validate_routed(buf, source % ranks, self, routes, handler_count, shares)) {
+    if (error->find("rank") == std::string::npos) contract_broken();
+    return;
+  }
+  std::vector<buffer> pieces(shares.size());
+  split_routed(buf, pieces);
+  for (std::size_t to = 0; to < shares.size(); ++to) {
+    const int dest = routes.rank_at(routes.node_of(self), static_cast<int>(to));
+    if (shares[to].messages == 0 || dest == self) continue;
+    const node_routes there(dest, ranks, per_node);
+    auto checked = validate_buffer(pieces[to], self, handler_count, &there, dest);
+    const auto* counts = std::get_if<buffer_counts>(&checked);
+    if (!counts || counts->source != source % ranks || counts->messages != shares[to].messages ||
+        counts->application != shares[to].application)
+      contract_broken();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -88,6 +117,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int source = data[0];
   const auto* begin = reinterpret_cast<const std::byte*>(data + 1);
   const std::span<const std::byte> buf(begin, size - 1);
+  if (buf.size() >= 4 && rill::detail::wire::get<std::uint32_t>(buf.data()) == rill::detail::wire::magic_routed) {
+    routed(buf, source);
+    return 0;
+  }
 
   std::size_t visited = 0;
   std::size_t last_end = rill::detail::wire::buffer_header_bytes;  // offset just past the last payload

@@ -15,9 +15,12 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "messages/decoder.hpp"
+#include "messages/node_routes.hpp"
+#include "messages/routed_wire.hpp"
 #include "messages/wire_format.hpp"
 
 namespace {
@@ -39,6 +42,10 @@ using send_copy_fn = std::function<bool(int, std::span<const std::byte>)>;
 // The aggregator says how many of a buffer's messages are not control messages (delivery audits
 // count those): every buffer it hands over must hold exactly that many.
 void expect_application_count(std::span<const std::byte> bytes, std::uint32_t application) {
+  if (rill::detail::wire::get<std::uint32_t>(bytes.data()) == rill::detail::wire::magic_routed) {
+    EXPECT_EQ(application, 0u) << "a routed buffer's messages are counted per destination (count_handed)";
+    return;
+  }
   const int source = static_cast<int>(rill::detail::wire::get<std::uint32_t>(bytes.data() + 4));
   std::uint32_t found = 0;
   auto error = rill::detail::decode_buffer(bytes, source, handlers,
@@ -61,6 +68,9 @@ struct function_sink final : rill::detail::buffer_sink {
     expect_application_count(bytes, application);
     return true;
   }
+  // Routed buffers (hierarchical aggregation) count their messages per destination here.
+  std::map<int, std::uint32_t> handed;
+  void count_handed(int dest, std::uint32_t application) override { handed[dest] += application; }
 };
 
 // Records every submitted buffer (thread-safe).
@@ -505,6 +515,255 @@ TEST(Aggregator, ARefusedCopyLeavesAsABuffer) {
   ASSERT_EQ(msgs.size(), 1u);
   EXPECT_TRUE(msgs[0].payload == payload_for(7, 40));
   EXPECT_FALSE(agg.any_buffered());
+}
+
+// ---- Hierarchical aggregation (--rill:ranks-per-node): messages/node_routes.hpp, routed_wire.hpp.
+
+using rill::detail::node_routes;
+
+rill::config node_cfg(int per_node, std::size_t agg_bytes = 4096, std::size_t large_bytes = 16384) {
+  rill::config c = make_cfg(agg_bytes, large_bytes);
+  c.ranks_per_node = per_node;
+  return c;
+}
+
+// What a rank of a node receives in one buffer from `source`: its messages and those it forwards,
+// by destination rank, with the first sequence of each destination's messages.
+struct delivered {
+  std::map<int, std::vector<message>> messages;
+  std::map<int, std::uint32_t> first_sequence;
+};
+
+// Receives buffer b, sent by `source` to `receiver`, as the runtime does: an ordinary buffer runs
+// there; a routed one is checked and split there, and each forwarded piece is checked as the rank
+// it is for checks it (transport source: the receiver).
+delivered receive(const buffer& b, int source, int receiver, int ranks, int per_node) {
+  delivered out;
+  if (wire::get<std::uint32_t>(b.data()) != wire::magic_routed) {
+    out.messages[receiver] = decode(b, source);
+    out.first_sequence[receiver] = wire::first_sequence(b.data());
+    return out;
+  }
+  const node_routes at(receiver, ranks, per_node);
+  std::vector<rill::detail::routed_share> shares;
+  auto error = rill::detail::validate_routed(b, source, receiver, at, handlers, shares);
+  EXPECT_FALSE(error.has_value()) << *error;
+  if (error) return out;
+  std::vector<buffer> pieces(shares.size());
+  rill::detail::split_routed(b, pieces);
+  for (std::size_t to = 0; to < shares.size(); ++to) {
+    if (shares[to].messages == 0) continue;
+    const int dest = at.rank_at(at.node_of(receiver), static_cast<int>(to));
+    const buffer& piece = pieces[to];
+    if (dest != receiver) {
+      const node_routes there(dest, ranks, per_node);
+      auto checked = rill::detail::validate_buffer(piece, receiver, handlers, &there, dest);
+      EXPECT_TRUE(std::holds_alternative<rill::detail::buffer_counts>(checked)) << std::get<std::string>(checked);
+      if (!std::holds_alternative<rill::detail::buffer_counts>(checked)) continue;
+      const auto counts = std::get<rill::detail::buffer_counts>(checked);
+      EXPECT_EQ(counts.source, source) << "a forwarded buffer names the rank that wrote it";
+      EXPECT_EQ(counts.messages, shares[to].messages);
+      EXPECT_EQ(counts.application, shares[to].application);
+    }
+    std::size_t pos = wire::buffer_header_bytes;
+    for (std::uint32_t i = wire::message_count(piece.data()); i > 0; --i) {
+      const auto m = rill::detail::next_message(piece, pos);
+      out.messages[dest].push_back({m.id, m.control, std::vector<std::byte>(m.payload, m.payload + m.bytes)});
+    }
+    out.first_sequence[dest] = wire::first_sequence(piece.data());
+  }
+  return out;
+}
+
+TEST(NodeRoutes, RanksFormNodesOfKAndASmallerLastNodeTakesItsLastRankAsPeer) {
+  const node_routes r(2, 7, 3);  // nodes {0,1,2} {3,4,5} {6}
+  EXPECT_EQ(r.nodes(), 3);
+  EXPECT_EQ(r.node_of(5), 1);
+  EXPECT_EQ(r.node_size(2), 1);
+  EXPECT_EQ(r.route_of(1), 1);      // a rank of this node: by its index
+  EXPECT_EQ(r.route_of(4), 3 + 1);  // another node's rank: by its node
+  EXPECT_EQ(r.peer_on(1), 5);       // the rank with this rank's index there
+  EXPECT_EQ(r.peer_on(2), 6);       // ... or the last of a smaller node
+  const node_routes one(5, 8, 1);
+  EXPECT_EQ(one.nodes(), 8);
+  EXPECT_EQ(one.peer_on(one.node_of(3)), 3) << "one rank per node: every buffer goes to its rank";
+}
+
+TEST(HierarchicalAggregation, ABufferForOneRankOfAnotherNodeGoesStraightToIt) {
+  recorder rec;
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 8, node_cfg(4), agg_sink);
+  for (std::uint64_t i = 0; i < 3; ++i) send(agg, 6, 4, payload_for(i, 24));
+  agg.flush(6);
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec.buffers[0].dest, 6);
+  EXPECT_EQ(wire::get<std::uint32_t>(rec.buffers[0].bytes.data()), wire::magic) << "an ordinary buffer";
+  const auto msgs = decode(rec.buffers[0].bytes, 0);
+  ASSERT_EQ(msgs.size(), 3u);
+  for (std::uint64_t i = 0; i < 3; ++i) EXPECT_TRUE(msgs[i].payload == payload_for(i, 24));
+  EXPECT_TRUE(agg_sink.handed.empty()) << "counted as the buffer left, not per destination";
+}
+
+TEST(HierarchicalAggregation, ABufferForSeveralRanksOfANodeGoesToThePeerWhichSplitsIt) {
+  recorder rec;
+  function_sink agg_sink(rec.fn());
+  aggregator agg(1, 8, node_cfg(4), agg_sink);  // nodes {0..3} {4..7}; rank 1's peer there: 5
+  const std::vector<int> order{4, 5, 6, 4, 7, 5};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const bool control = order[i] == 6;
+    send(agg, order[i], static_cast<std::uint16_t>(control ? 9 | wire::control_bit : 9), payload_for(i, 16 + i));
+  }
+  EXPECT_EQ(rec.size(), 0u);
+  agg.flush(7);  // any rank of the node: the node's buffer leaves
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec.buffers[0].dest, 5);
+  EXPECT_EQ(wire::get<std::uint32_t>(rec.buffers[0].bytes.data()), wire::magic_routed);
+  EXPECT_EQ(agg_sink.handed, (std::map<int, std::uint32_t>{{4, 2}, {5, 2}, {6, 0}, {7, 1}}));
+
+  const delivered got = receive(rec.buffers[0].bytes, 1, 5, 8, 4);
+  const std::map<int, std::vector<std::size_t>> expected{{4, {0, 3}}, {5, {1, 5}}, {6, {2}}, {7, {4}}};
+  ASSERT_EQ(got.messages.size(), expected.size());
+  for (const auto& [dest, indexes] : expected) {
+    const auto& msgs = got.messages.at(dest);
+    ASSERT_EQ(msgs.size(), indexes.size()) << "to rank " << dest;
+    for (std::size_t j = 0; j < indexes.size(); ++j) {
+      EXPECT_TRUE(msgs[j].payload == payload_for(indexes[j], 16 + indexes[j])) << "to rank " << dest;
+      EXPECT_EQ(msgs[j].control, dest == 6);
+    }
+    EXPECT_EQ(got.first_sequence.at(dest), 0u);
+  }
+
+  // Each destination's sequence goes on from where its messages stopped.
+  send(agg, 6, 9, payload_for(10, 8));
+  send(agg, 4, 9, payload_for(11, 8));
+  agg.flush_all();
+  ASSERT_EQ(rec.size(), 2u);
+  const delivered next = receive(rec.buffers[1].bytes, 1, 5, 8, 4);
+  EXPECT_EQ(next.first_sequence.at(6), 1u);
+  EXPECT_EQ(next.first_sequence.at(4), 2u);
+}
+
+TEST(HierarchicalAggregation, RoutedBuffersKeepToTheThresholdAndLoseNothing) {
+  constexpr std::size_t threshold = 512;
+  recorder rec;
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 6, node_cfg(3, threshold), agg_sink);  // nodes {0,1,2} {3,4,5}
+  constexpr std::uint64_t count = 300;
+  for (std::uint64_t i = 0; i < count; ++i) send(agg, 3 + static_cast<int>(i % 3), 2, payload_for(i, 10 + i % 40));
+  agg.flush_all();
+  std::map<int, std::vector<std::uint64_t>> arrived;
+  std::map<int, std::uint32_t> next_sequence;
+  for (const sent& s : rec.buffers) {
+    EXPECT_LE(s.bytes.size(), threshold);
+    EXPECT_TRUE(s.dest >= 3 && s.dest <= 5);
+    const delivered got = receive(s.bytes, 0, s.dest, 6, 3);
+    for (const auto& [dest, msgs] : got.messages) {
+      EXPECT_EQ(got.first_sequence.at(dest), next_sequence[dest]) << "sequences to rank " << dest << " go on";
+      next_sequence[dest] += static_cast<std::uint32_t>(msgs.size());
+      for (const message& m : msgs) arrived[dest].push_back(seq_of(m.payload));
+    }
+  }
+  for (int dest = 3; dest <= 5; ++dest) {
+    std::vector<std::uint64_t> expected;
+    for (std::uint64_t i = static_cast<std::uint64_t>(dest - 3); i < count; i += 3) expected.push_back(i);
+    EXPECT_EQ(arrived[dest], expected) << "to rank " << dest;
+  }
+}
+
+TEST(HierarchicalAggregation, AMessageWithALongLengthSurvivesTheRewrite) {
+  recorder rec;
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 4, node_cfg(2, 200'000, 150'000), agg_sink);  // nodes {0,1} {2,3}
+  send(agg, 2, 1, payload_for(1, 70'000));                        // above 0xFFFF: the long header
+  send(agg, 3, 1, payload_for(2, 10));
+  send(agg, 2, 1, payload_for(3, 5));
+  agg.flush_all();
+  ASSERT_EQ(rec.size(), 1u);
+  const delivered got = receive(rec.buffers[0].bytes, 0, rec.buffers[0].dest, 4, 2);
+  ASSERT_EQ(got.messages.at(2).size(), 2u);
+  EXPECT_TRUE(got.messages.at(2)[0].payload == payload_for(1, 70'000));
+  EXPECT_TRUE(got.messages.at(2)[1].payload == payload_for(3, 5));
+  ASSERT_EQ(got.messages.at(3).size(), 1u);
+  EXPECT_TRUE(got.messages.at(3)[0].payload == payload_for(2, 10));
+}
+
+TEST(HierarchicalAggregation, ARankKeepsAQueuePerRankOfItsNodeAndPerOtherNode) {
+  for (const int per_node : {1, 8}) {
+    recorder rec;
+    function_sink agg_sink(rec.fn());
+    aggregator agg(9, 256, node_cfg(per_node), agg_sink);
+    for (int d = 0; d < 256; ++d)
+      if (d != 9) send(agg, d, 1, payload_for(static_cast<std::uint64_t>(d), 8));
+    agg.flush_all();
+    EXPECT_EQ(agg.queues_used(), per_node == 1 ? 255 : 7 + 31) << per_node << " ranks per node";
+  }
+}
+
+// A valid routed buffer from rank 0 to rank 3 (nodes {0,1,2} {3,4,5} {6}) for ranks 3 and 4.
+buffer routed_sample() {
+  recorder rec;
+  function_sink agg_sink(rec.fn());
+  aggregator agg(0, 7, node_cfg(3), agg_sink);
+  send(agg, 3, 1, payload_for(1, 12));
+  send(agg, 4, 1, payload_for(2, 12));
+  send(agg, 3, 1, payload_for(3, 12));
+  agg.flush_all();
+  EXPECT_EQ(rec.size(), 1u);
+  return rec.buffers.at(0).bytes;
+}
+
+std::string routed_error(const buffer& b, int source, int receiver) {
+  const node_routes at(receiver, 7, 3);
+  std::vector<rill::detail::routed_share> shares;
+  auto error = rill::detail::validate_routed(b, source, receiver, at, handlers, shares);
+  return error.value_or("");
+}
+
+TEST(HierarchicalAggregation, ABadRoutedBufferIsRefusedNamingWhatIsWrong) {
+  const buffer good = routed_sample();
+  ASSERT_EQ(routed_error(good, 0, 3), "");
+  EXPECT_NE(routed_error(good, 1, 3).find("claims to come from rank 0"), std::string::npos);
+  EXPECT_NE(routed_error(good, 0, 6).find("is for node 1"), std::string::npos);
+  buffer truncated(good.begin(), good.end() - 3);
+  EXPECT_NE(routed_error(truncated, 0, 3).find("truncated"), std::string::npos);
+  // The first message names a rank index beyond the node's.
+  buffer beyond = good;
+  wire::put<std::uint16_t>(beyond.data() + wire::buffer_header_bytes, wire::first_to_bit | 5);
+  EXPECT_NE(routed_error(beyond, 0, 3).find("which has 3 ranks"), std::string::npos);
+  // The first message to a rank is not marked as such.
+  buffer unmarked = good;
+  wire::put<std::uint16_t>(unmarked.data() + wire::buffer_header_bytes, 0);
+  EXPECT_NE(routed_error(unmarked, 0, 3).find("not marked"), std::string::npos);
+  // A routed buffer from a rank of the receiver's own node.
+  buffer own = good;
+  wire::put<std::uint32_t>(own.data() + 4, 4);
+  EXPECT_NE(routed_error(own, 4, 3).find("own node"), std::string::npos);
+}
+
+TEST(HierarchicalAggregation, AForwardedBufferIsAcceptedOnlyThroughARankOfTheReceiversNode) {
+  const buffer routed = routed_sample();
+  const delivered got = receive(routed, 0, 3, 7, 3);
+  ASSERT_EQ(got.messages.at(4).size(), 1u);
+  std::vector<rill::detail::routed_share> shares;
+  const node_routes at3(3, 7, 3);
+  ASSERT_FALSE(rill::detail::validate_routed(routed, 0, 3, at3, handlers, shares).has_value());
+  std::vector<buffer> pieces(shares.size());
+  rill::detail::split_routed(routed, pieces);
+  const buffer& for4 = pieces[1];
+  const node_routes at4(4, 7, 3);
+  auto accepted = [&](int transport_source, const node_routes* routes) {
+    return std::holds_alternative<rill::detail::buffer_counts>(
+        rill::detail::validate_buffer(for4, transport_source, handlers, routes, 4));
+  };
+  EXPECT_TRUE(accepted(3, &at4));
+  EXPECT_FALSE(accepted(6, &at4)) << "forwarded by a rank of another node";
+  EXPECT_FALSE(accepted(0, &at4)) << "forwarded by the rank that wrote it";
+  EXPECT_FALSE(accepted(3, nullptr)) << "without nodes, no buffer is forwarded";
+  buffer own_node_writer = for4;
+  wire::put<std::uint32_t>(own_node_writer.data() + 4, 5);
+  EXPECT_FALSE(std::holds_alternative<rill::detail::buffer_counts>(
+      rill::detail::validate_buffer(own_node_writer, 3, handlers, &at4, 4)))
+      << "written on the receiver's own node: it would have come straight";
 }
 
 }  // namespace
