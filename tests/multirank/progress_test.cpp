@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -60,8 +61,8 @@ void wait_until(const std::atomic<int>& count, int target) {
   while (count.load() < target) rill::yield();
 }
 
-TEST_P(progress_thread, a_rank_whose_workers_all_run_long_tasks_still_answers) {
-  const setup s = GetParam();
+// Rank 0 keeps every worker of every other rank in a long task, then gets answers from them.
+void answers_while_every_worker_is_busy(const setup& s, std::vector<std::string> flags) {
   const int rc = run_checked(
       s,
       [&] {
@@ -123,8 +124,18 @@ TEST_P(progress_thread, a_rank_whose_workers_all_run_long_tasks_still_answers) {
         expect(g_rank0.inline_answers_from_workers.load() == 0, "an inline handler ran on a worker");
         expect(g_rank0.plain_answers_elsewhere.load() == 0, "a plain handler ran off the workers");
       },
-      {"--rill:progress=thread"});
+      std::move(flags));
   EXPECT_EQ(rc, 0);
+}
+
+TEST_P(progress_thread, a_rank_whose_workers_all_run_long_tasks_still_answers) {
+  answers_while_every_worker_is_busy(GetParam(), {"--rill:progress=thread"});
+}
+
+// In nodes of two ranks, rank 0's messages to ranks 2 and 3 share a routed buffer, which rank 2's
+// progress thread splits and forwards while rank 2's workers are busy, and rank 3's runs.
+TEST_P(progress_thread, routed_buffers_are_split_and_forwarded_while_every_worker_is_busy) {
+  answers_while_every_worker_is_busy(GetParam(), {"--rill:progress=thread", "--rill:ranks-per-node=2"});
 }
 
 // Setups with ranks to keep busy (under mpi, the launcher's).
