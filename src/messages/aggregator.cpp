@@ -29,8 +29,11 @@ aggregator::aggregator(int self, int ranks, const rill::config& cfg, buffer_sink
       age_ns_(cfg.agg_age_us * 1000),
       sink_(sink),
       queues_(new queue[static_cast<std::size_t>(routes_.routes())]),
+      route_of_(new int[static_cast<std::size_t>(ranks)]),
       sequences_(new std::uint32_t[static_cast<std::size_t>(ranks)]()),
-      single_sequences_(new std::atomic<std::uint32_t>[static_cast<std::size_t>(ranks)]()) {}
+      single_sequences_(new std::atomic<std::uint32_t>[static_cast<std::size_t>(ranks)]()) {
+  for (int d = 0; d < ranks; ++d) route_of_[static_cast<std::size_t>(d)] = routes_.route_of(d);
+}
 
 std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
   if (bytes > large_) {
@@ -45,10 +48,9 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
                                                 static_cast<std::uint64_t>(dest), bytes);
     return wire::append_message(pending_large, id, bytes);
   }
-  const int route = routes_.route_of(dest);
+  const int route = route_of(dest);
   queue& q = queues_[static_cast<std::size_t>(route)];
   const std::size_t plain = wire::message_header_bytes(bytes) + bytes;
-  const auto to = static_cast<std::uint16_t>(routes_.local_index(dest));
   for (;;) {
     q.lock.lock();
     if (q.used > wire::buffer_header_bytes) {
@@ -61,7 +63,8 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
         }
         route_locked(q, route);
       }
-      const std::size_t need = q.routed ? wire::routed_message_bytes(bytes, q.shares[to].messages == 0) : plain;
+      const std::size_t need =
+          q.routed ? wire::routed_message_bytes(bytes, q.shares[routes_.local_index(dest)].messages == 0) : plain;
       if (q.used + need > threshold_) {
         // This message would overfill the buffer: send what is there first.
         leave_locked(q, route);
@@ -73,6 +76,7 @@ std::byte* aggregator::reserve(int dest, std::uint16_t id, std::size_t bytes) {
     const std::uint32_t sequence = sequences_[static_cast<std::size_t>(dest)]++;
     std::byte* payload;
     if (q.routed) {
+      const auto to = static_cast<std::uint16_t>(routes_.local_index(dest));
       share& sh = q.shares[to];
       const bool first = sh.messages++ == 0;
       if (first) q.tos.push_back(to);
@@ -127,7 +131,7 @@ void aggregator::mark_control(int dest) {
     pending_large_application = 0;
     return;
   }
-  queue& q = queues_[static_cast<std::size_t>(routes_.route_of(dest))];
+  queue& q = queues_[static_cast<std::size_t>(route_of(dest))];
   if (q.routed)
     ++q.shares[q.last_to].control;
   else
@@ -144,7 +148,7 @@ void aggregator::commit(int dest) {
     sink_.transmit(dest, std::move(mine), pending_large_application);
     return;
   }
-  const int route = routes_.route_of(dest);
+  const int route = route_of(dest);
   queue& q = queues_[static_cast<std::size_t>(route)];
   if (q.used >= threshold_) {
     leave_locked(q, route);
@@ -154,26 +158,12 @@ void aggregator::commit(int dest) {
 }
 
 void aggregator::leave_locked(queue& q, int route) {
-  if (q.routed) {
-    leave_routed_locked(q, route);
+  if (!q.routed) {
+    const int dest = q.dest;
+    trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(dest), q.used);
+    send_locked(q, dest, wire::message_count(q.buf.data()) - q.control);
     return;
   }
-  const int dest = q.dest;
-  trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(dest), q.used);
-  const std::uint32_t application = wire::message_count(q.buf.data()) - q.control;
-  if (sink_.transmit_copy(dest, std::span<const std::byte>(q.buf.data(), q.used), application)) {
-    q.nonempty.store(false, std::memory_order_release);
-    buffered_.fetch_sub(1, std::memory_order_acq_rel);
-    q.used = 0;
-    q.lock.unlock();
-    return;
-  }
-  buffer full = take_locked(q);
-  q.lock.unlock();
-  sink_.transmit(dest, std::move(full), application);
-}
-
-void aggregator::leave_routed_locked(queue& q, int route) {
   const int node = routes_.node_of_route(route);
   const int via = routes_.peer_on(node);
   trace::instant<trace::kind::buffer_flush>(0, static_cast<std::uint64_t>(via), q.used);
@@ -189,17 +179,21 @@ void aggregator::leave_routed_locked(queue& q, int route) {
   q.tos.clear();
   q.routed = false;
   routed_sent_.fetch_add(1, std::memory_order_relaxed);
-  if (sink_.transmit_copy(via, std::span<const std::byte>(q.buf.data(), q.used), 0)) {
+  send_locked(q, via, 0);
+  for (const auto& [dest, application] : handed) sink_.count_handed(dest, application);
+}
+
+void aggregator::send_locked(queue& q, int to, std::uint32_t application) {
+  if (sink_.transmit_copy(to, std::span<const std::byte>(q.buf.data(), q.used), application)) {
     q.nonempty.store(false, std::memory_order_release);
     buffered_.fetch_sub(1, std::memory_order_acq_rel);
     q.used = 0;
     q.lock.unlock();
-  } else {
-    buffer full = take_locked(q);
-    q.lock.unlock();
-    sink_.transmit(via, std::move(full), 0);
+    return;
   }
-  for (const auto& [dest, application] : handed) sink_.count_handed(dest, application);
+  buffer full = take_locked(q);
+  q.lock.unlock();
+  sink_.transmit(to, std::move(full), application);
 }
 
 buffer aggregator::take_locked(queue& q) {

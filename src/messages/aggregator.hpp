@@ -40,7 +40,7 @@ class aggregator {
   void commit(int dest);
 
   // Sends what is buffered for dest (with the rest of its node's buffer, beyond this node).
-  void flush(int dest) { flush_route(routes_.route_of(dest)); }
+  void flush(int dest) { flush_route(route_of(dest)); }
   void flush_all();
   void flush_aged(std::uint64_t now_ns);
   bool any_buffered() const { return buffered_.load(std::memory_order_acquire) != 0; }
@@ -79,6 +79,8 @@ class aggregator {
     std::vector<std::uint16_t> tos;  // routed: the destination indexes with a message in buf
     std::atomic<bool> nonempty{false};
   };
+  // dest's queue, from a table: node_routes divides, and this runs for every message.
+  int route_of(int dest) const { return route_of_[static_cast<std::size_t>(dest)]; }
   void flush_route(int route);
   // Starts q's buffer with messages for dest.
   void begin_locked(queue& q, int dest, std::size_t first_message_bytes);
@@ -87,7 +89,8 @@ class aggregator {
   buffer take_locked(queue& q);
   // Sends q's buffer and unlocks q.
   void leave_locked(queue& q, int route);
-  void leave_routed_locked(queue& q, int route);
+  // Sends q's buffer to `to`, counting `application` messages as handed to it, and unlocks q.
+  void send_locked(queue& q, int to, std::uint32_t application);
 
   const int self_;
   const node_routes routes_;
@@ -96,6 +99,7 @@ class aggregator {
   const std::uint64_t age_ns_;
   buffer_sink& sink_;
   std::unique_ptr<queue[]> queues_;  // by route (node_routes::route_of)
+  std::unique_ptr<int[]> route_of_;  // by destination rank
   // Per destination rank: the sequence of its next aggregated message (under its queue's lock).
   std::unique_ptr<std::uint32_t[]> sequences_;
   std::unique_ptr<std::atomic<std::uint32_t>[]> single_sequences_;
