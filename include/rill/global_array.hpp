@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "rill/detail/address_map.hpp"
 #include "rill/detail/handler_table.hpp"
 #include "rill/distribution.hpp"
 #include "rill/error.hpp"
@@ -126,8 +127,14 @@ array_layout plan_layout(std::uint64_t n, std::size_t elem, const distribution& 
 void allocate_layout(array_layout& l, std::size_t elem, std::size_t align);
 // Zeroes and frees the layout's memory everywhere; waits.
 void free_layout(const array_layout& l, std::size_t elem);
-// The address, in its owner's address space, of index `index` of rank `r`'s part.
-std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem);
+// The address, in its owner's address space, of index `index` of rank `r`'s part. Inline: indexing
+// is on the hot path of every operation on an element (GUPS: one per update).
+inline std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem) {
+  const std::uintptr_t base = l.kind == distribution::kind::local
+                                  ? l.where
+                                  : address_map_here("rill::global_array").global_heap_bases[r] + l.where;
+  return base + index * elem;
+}
 // The words of a failure of for_each on the calling rank.
 std::string for_each_failure(const std::exception& e);
 // An event that triggers once every future is ready: poisoned with the first failure's words,
@@ -138,13 +145,6 @@ event all_ended(std::vector<future<std::string>> failures);
 void check_live_here(const array_layout& l, std::size_t elem, const char* what);
 // Throws the misuse_error of an index past the end (out of line: indexing is a hot path).
 [[noreturn]] void index_out_of_range(std::uint64_t i, std::uint64_t n);
-struct element_place {
-  int rank;
-  std::uintptr_t address;  // in the owner's address space
-};
-// Element i's home and address (i < l.n): one call, so that indexing looks the calling rank up
-// once.
-element_place element_at(const array_layout& l, std::uint64_t i, std::size_t elem);
 
 }  // namespace detail
 
@@ -170,8 +170,8 @@ class global_array {
   global_ptr<T> operator[](std::uint64_t i) const {
     if (i >= l_.n) [[unlikely]]
       detail::index_out_of_range(i, l_.n);
-    const auto e = detail::element_at(l_, i, sizeof(T));
-    return global_ptr<T>(e.rank, reinterpret_cast<T*>(e.address), l_.tag);
+    const auto p = l_.locate(i, detail::address_map_here("rill::global_array").ranks);
+    return global_ptr<T>(p.rank, reinterpret_cast<T*>(detail::part_address(l_, p.rank, p.index, sizeof(T))), l_.tag);
   }
   // The rank that holds element i.
   int home(std::uint64_t i) const { return (*this)[i].where(); }

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/segment_layout.hpp"
+#include "rill/detail/segment_layout.hpp"
 #include "rill/error.hpp"
 
 namespace rill::detail {

@@ -52,4 +52,10 @@ void* segment_address(int rank, std::uintptr_t tagged, std::size_t bytes, const 
 
 int calling_rank(const char* what) { return global_here(what).id(); }
 
+const address_map& find_address_map(const char* what) {
+  const address_map& m = global_here(what).addresses();
+  tls_address_map = &m;
+  return m;
+}
+
 }  // namespace rill::detail

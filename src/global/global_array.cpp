@@ -177,32 +177,6 @@ void free_layout(const array_layout& l, std::size_t elem) {
   rpc(0, &free_global, l, std::uint64_t{elem}).get();
 }
 
-namespace {
-// Indexing is on the hot path of every operation on an element (GUPS: one per update), and the
-// rank's tables sit at the end of a chain of loads (thread -> worker -> rank -> segments), each
-// waiting for the atomic before it. A thread caches the tables of the rank its worker serves.
-struct heap_bases_here {
-  const void* worker = nullptr;
-  const std::uintptr_t* bases = nullptr;
-  int ranks = 0;
-};
-thread_local heap_bases_here cached;
-
-const heap_bases_here& bases_here() {
-  const void* w = current_worker();
-  if (w != cached.worker || !w) {
-    const global_module& r = global_here("rill::global_array");
-    cached = {w, r.global_heap_bases().data(), r.size()};
-  }
-  return cached;
-}
-
-// Where rank r's part of the layout starts, in r's address space.
-std::uintptr_t part_base(const array_layout& l, const heap_bases_here& h, int r) {
-  return l.kind == kind::local ? l.where : h.bases[r] + l.where;
-}
-}  // namespace
-
 std::string for_each_failure(const std::exception& e) {
   return fmt::format("rill::for_each on rank {}: {}", rank_me(), e.what());
 }
@@ -235,16 +209,6 @@ void check_live_here(const array_layout& l, std::size_t elem, const char* what) 
 
 void index_out_of_range(std::uint64_t i, std::uint64_t n) {
   throw misuse_error(fmt::format("rill::global_array: index {} is out of range (size {})", i, n));
-}
-
-element_place element_at(const array_layout& l, std::uint64_t i, std::size_t elem) {
-  const heap_bases_here& h = bases_here();
-  const auto p = l.locate(i, h.ranks);
-  return {p.rank, part_base(l, h, p.rank) + p.index * elem};
-}
-
-std::uintptr_t part_address(const array_layout& l, int r, std::uint64_t index, std::size_t elem) {
-  return part_base(l, bases_here(), r) + index * elem;
 }
 
 }  // namespace rill::detail

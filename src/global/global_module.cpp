@@ -3,13 +3,19 @@
 namespace rill::detail {
 
 void global_module::set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes,
-                                 std::shared_ptr<const segment_directory> d) {
+                                 const segment_directory& d) {
   segment_ = std::make_unique<segment>(memory, bytes, global_heap_bytes);
-  own_view_ = segment_->view();
-  segments_ = std::move(d);
+  addressable_.assign(static_cast<std::size_t>(size_), segment_view{});
   global_heap_bases_.clear();
-  for (const segment_view& v : segments_->by_rank)
+  for (int r = 0; r < size_; ++r) {
+    const segment_view& v = d.by_rank[static_cast<std::size_t>(r)];
     global_heap_bases_.push_back(v.owner_base() + v.size() - global_heap_bytes);
+    if (r == id_)
+      addressable_[static_cast<std::size_t>(r)] = segment_->view();
+    else if (shared_segments_ && v.mapped())
+      addressable_[static_cast<std::size_t>(r)] = v;
+  }
+  addresses_ = {size_, every_tag_, addressable_.data(), global_heap_bases_.data()};
   if (id_ == 0) global_heap_ = std::make_unique<symmetric_heap>(global_heap_bytes);
 }
 

@@ -11,6 +11,7 @@
 #include "global/segment.hpp"
 #include "global/symmetric_heap.hpp"
 #include "rill/config.hpp"
+#include "rill/detail/address_map.hpp"
 #include "scheduler/current_module.hpp"
 #include "scheduler/rank_modules.hpp"
 
@@ -30,21 +31,24 @@ class global_module final : public rank_module {
   int size() const { return size_; }
   segment& memory_segment() { return *segment_; }
   gas_table& gas() { return gas_; }
-  // The segment of `rank` if this rank may address it directly (its own; with --rill:shared-segments,
-  // those of the other ranks this process maps), else nullptr.
   // Whether ranks of one process or node address each other's memory directly (--rill:shared-segments).
   bool shares_memory() const { return shared_segments_; }
+  // The segment of `rank` if this rank may address it directly (its own; with --rill:shared-segments,
+  // those of the other ranks this process maps), else nullptr.
   const segment_view* addressable_segment(int rank) const {
-    if (rank == id_) return &own_view_;
-    return shared_segments_ && segments_ ? segments_->find(rank) : nullptr;
+    if (rank < 0 || rank >= size_ || addressable_.empty()) return nullptr;
+    const segment_view& s = addressable_[static_cast<std::size_t>(rank)];
+    return s.mapped() ? &s : nullptr;
   }
   // Whether single-element operations through a mapped segment check generation tags too
   // (--rill:tag-checks=every), not only bounds.
   bool checks_every_tag() const { return every_tag_; }
+  // The segments and heap bases above, for the inline hot paths (rill/detail/address_map.hpp);
+  // complete once set_segments has run.
+  const address_map& addresses() const { return addresses_; }
   // This rank's segment over `memory`, and how this process sees every rank's; once, at start-up.
   // Rank 0 also keeps the global heap's allocator.
-  void set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes,
-                    std::shared_ptr<const segment_directory> d);
+  void set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes, const segment_directory& d);
   // Where each rank's part of the global heap starts, in that rank's address space; by rank.
   const std::vector<std::uintptr_t>& global_heap_bases() const { return global_heap_bases_; }
   // The global heap's allocator: on rank 0, else nullptr.
@@ -55,11 +59,11 @@ class global_module final : public rank_module {
   const int id_;
   const int size_;
   std::unique_ptr<segment> segment_;  // global memory homed here
-  segment_view own_view_;
   const bool shared_segments_;
   const bool every_tag_;
-  std::shared_ptr<const segment_directory> segments_;
+  std::vector<segment_view> addressable_;  // by rank; unmapped where this rank does not address it
   std::vector<std::uintptr_t> global_heap_bases_;
+  address_map addresses_;
   std::unique_ptr<symmetric_heap> global_heap_;
   gas_table gas_;  // this rank's part of the active global address space (rill/gas.hpp)
 };

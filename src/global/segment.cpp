@@ -68,7 +68,7 @@ segment::allocation segment::allocate(std::size_t bytes, std::size_t align) {
   if (!p) return {nullptr, 0};
   const std::uint8_t tag = tags_.next();
   live_.emplace(p, live_allocation{bytes, tag});
-  set_tags(reinterpret_cast<std::uintptr_t>(p), bytes, tag);
+  write_tags(reinterpret_cast<std::uintptr_t>(p), bytes, tag);
   return {p, tag};
 }
 
@@ -76,17 +76,37 @@ bool segment::deallocate(void* p, std::uint8_t tag) {
   std::lock_guard<std::mutex> hold(lock_);
   const auto it = live_.find(p);
   if (it == live_.end() || (tag != 0 && it->second.tag != tag)) return false;
-  set_tags(reinterpret_cast<std::uintptr_t>(p), it->second.bytes, 0);
+  write_tags(reinterpret_cast<std::uintptr_t>(p), it->second.bytes, 0);
   live_.erase(it);
   heap_.deallocate(p);
   return true;
 }
 
 void segment::set_tags(std::uintptr_t addr, std::size_t bytes, std::uint8_t tag) {
+  std::lock_guard<std::mutex> hold(lock_);
+  write_tags(addr, bytes, tag);
+}
+
+void segment::write_tags(std::uintptr_t addr, std::size_t bytes, std::uint8_t tag) {
   if (bytes == 0) return;
   const segment_view v = view();
   const std::size_t first = v.granule_of(addr), last = v.granule_of(addr + bytes - 1);
-  std::memset(base_ + segment_layout::lock_bytes + first, tag, last - first + 1);
+  auto* tags = reinterpret_cast<std::uint8_t*>(base_ + segment_layout::lock_bytes);
+  auto* summary = tags + segment_layout::tag_bytes(size_);
+  std::memset(tags + first, tag, last - first + 1);
+  // Pages inside the range carry `tag` whole; the two at its ends, whatever their granules agree on.
+  constexpr std::size_t page = segment_layout::summary_page;
+  const std::size_t granules = segment_layout::tag_bytes(size_);
+  for (std::size_t p = first / page; p <= last / page; ++p) {
+    const std::uint8_t* t = tags + p * page;
+    const std::size_t n = std::min(page, granules - p * page);
+    const bool whole = std::all_of(t, t + n, [t](std::uint8_t x) { return x == t[0]; });
+    summary[p] = whole ? t[0] : 0;
+    if (p == first / page && last / page > p + 1) {
+      std::memset(summary + p + 1, tag, last / page - p - 1);  // the pages strictly inside
+      p = last / page - 1;
+    }
+  }
 }
 
 void* checked_address(const segment_view& s, int rank, std::uintptr_t tagged, std::size_t bytes, std::size_t align,

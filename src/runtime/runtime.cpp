@@ -7,7 +7,6 @@
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/options.hpp"
-#include "common/segment_layout.hpp"
 #include "core/outside_threads.hpp"
 #include "core/rank_core.hpp"
 #include "events/events_module.hpp"
@@ -16,6 +15,7 @@
 #include "machine/worker_binding.hpp"
 #include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
+#include "rill/detail/segment_layout.hpp"
 #include "rill/error.hpp"
 #include "rill/launcher.hpp"
 #include "rill/task.hpp"
@@ -135,9 +135,9 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
   }
   // Collective too: the global-memory segments, and which of them this process can address.
   const detail::segment_memory memory = impl_->transport->map_segments(cfg.segment_bytes, cfg.shared_segments);
-  auto segments = std::make_shared<detail::segment_directory>();
+  detail::segment_directory segments;
   for (std::size_t r = 0; r < memory.owner_base.size(); ++r)
-    segments->by_rank.emplace_back(memory.owner_base[r], memory.local_base[r], cfg.segment_bytes);
+    segments.by_rank.emplace_back(memory.owner_base[r], memory.local_base[r], cfg.segment_bytes);
   for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
     impl_->ranks[i]->modules().get<detail::global_module>().set_segments(memory.own[i], cfg.segment_bytes,
                                                                          cfg.global_heap_bytes, segments);

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/segment_layout.hpp"
+#include "rill/detail/segment_layout.hpp"
 #include "rill/error.hpp"
 #include "test_argv.hpp"
 

@@ -17,6 +17,7 @@
 
 #include "rill/am.hpp"
 #include "rill/completion_counter.hpp"
+#include "rill/detail/address_map.hpp"
 #include "rill/future.hpp"
 #include "rill/global_ptr.hpp"
 #include "rill/proc.hpp"
@@ -25,19 +26,32 @@ namespace rill::detail {
 
 // What kind of operation runs at home, for error messages (travels in the message as a byte).
 enum class home_op : std::uint8_t { rput, rget, atomic, delegate, gas };
-const char* home_op_name(home_op op);
+constexpr const char* home_op_name(home_op op) {
+  switch (op) {
+    case home_op::rput: return "rill::rput";
+    case home_op::rget: return "rill::rget";
+    case home_op::atomic: return "rill::atomics";
+    case home_op::delegate: return "rill::delegate";
+    case home_op::gas: return "rill::gas";
+  }
+  return "rill: an operation at a global pointer's home";
+}
 
+// The element [addr, addr + bytes) of `rank`'s segment as a plain pointer, if this rank addresses
+// that segment directly (its own; on the local transport every rank's) and the range passes its
+// checks; nullptr otherwise. Inline, without a call: the hot path (rill/detail/address_map.hpp).
+[[gnu::always_inline]] inline void* spot_address(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align,
+                                                 home_op op) {
+  return address_map_here(home_op_name(op)).target(rank, addr, bytes, align);
+}
+// Why spot_address refused a target: throws misuse_error for a null pointer or a rank that does
+// not exist; the fault's words when the calling rank addresses the segment (so the range is bad:
+// outside it, misaligned, freed); empty when it does not, and the operation travels to the home.
+std::string spot_refusal(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
 // The element [addr, addr + bytes) of `rank`'s segment as a plain pointer, if this rank addresses
 // that segment directly; nullptr if it does not. Throws misuse_error when the range lies outside
 // the segment or is not aligned to `align`.
 void* addressable_or_null(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
-// The hot path's single lookup: checks the pointer as check_target does (misuse_error), then
-// returns the element's address here if the calling rank addresses the owner's segment and the
-// range is good; nullptr otherwise, with `bad_range` telling a bad range (bad_range_text then
-// says why) from a segment this rank does not address.
-void* resolve_target(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op, bool& bad_range);
-// What is wrong with a range resolve_target found bad: the words addressable_or_null throws.
-std::string bad_range_text(int rank, std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
 // At the home (the calling rank owns the segment): the plain pointer, checked as above.
 void* home_address(std::uintptr_t addr, std::size_t bytes, std::size_t align, home_op op);
 // Checks, at the call, that a pointer is not null and names an existing rank (misuse_error).
@@ -172,14 +186,12 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
     run_after(
         after,
         [=]() mutable {
-          bool bad_range = false;
-          void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
-          if (bad_range) {
-            pr.poison(bad_range_text(rank, addr, sizeof(T), alignof(T), kind), home_op_name(kind));
+          if (void* here = spot_address(rank, addr, sizeof(T), alignof(T), kind)) {
+            apply_to_sink<S>(static_cast<E*>(here), rank, addr, kind, op, local_sink<R>{pr}, args...);
             return;
           }
-          if (here)
-            apply_to_sink<S>(static_cast<E*>(here), rank, addr, kind, op, local_sink<R>{pr}, args...);
+          if (std::string why = spot_refusal(rank, addr, sizeof(T), alignof(T), kind); !why.empty())
+            pr.poison(why, home_op_name(kind));
           else
             send_to_home<S, E>(rank, addr, kind, op, promise_sink<R>{pr.ref()}, args...);
         },
@@ -187,10 +199,7 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
     return out;
   }
   // The common case: start now, and where the element is addressable, finish now.
-  bool bad_range = false;
-  void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
-  if (bad_range) return poisoned_future<R>(bad_range_text(rank, addr, sizeof(T), alignof(T), kind), kind);
-  if (here) {
+  if (void* here = spot_address(rank, addr, sizeof(T), alignof(T), kind)) [[likely]] {
     try {
       if constexpr (std::is_void_v<R>) {
         apply_here<S>(static_cast<E*>(here), rank, addr, op, args...);
@@ -202,26 +211,37 @@ future<home_result_t<Op, T, A...>> run_at_home(home_op kind, global_ptr<T> p, ev
       return poisoned_future<R>(threw_text(kind, rank, e), kind);
     }
   }
+  if (std::string why = spot_refusal(rank, addr, sizeof(T), alignof(T), kind); !why.empty())
+    return poisoned_future<R>(why, kind);
   promise<R> pr;
   future<R> out = pr.get_future();
   send_to_home<S, E>(rank, addr, kind, op, promise_sink<R>{pr.ref()}, args...);
   return out;
 }
 
+// run_at_home_ff's path when the element is not on the spot: a bad range, or a message to the
+// home. Out of line, so that the hot path stays small enough to inline into the caller's loop.
+template <serialised S, class E, class Op, class... A>
+[[gnu::noinline]] void run_at_home_ff_away(home_op kind, completion_counter& done, int rank, std::uintptr_t addr,
+                                           const Op& op, const A&... args) {
+  if (std::string why = spot_refusal(rank, addr, sizeof(E), alignof(E), kind); !why.empty()) {
+    done.failed_here(why);
+    return;
+  }
+  done.issued();
+  send_to_home<S, E>(rank, addr, kind, op, counter_sink{rank_me(), reinterpret_cast<std::uintptr_t>(&done)}, args...);
+}
+
 // The feed-forward form: runs op where p lives without a future; `done` counts it until the home
-// has applied it, and records its error, if any.
+// has applied it, and records its error, if any. Always inlined: GUPS-like loops call it per
+// update, and a call's stores in front of an atomic that misses the cache serialise the misses.
 template <serialised S, class T, class Op, class... A>
-void run_at_home_ff(home_op kind, completion_counter& done, global_ptr<T> p, Op op, A... args) {
+[[gnu::always_inline]] inline void run_at_home_ff(home_op kind, completion_counter& done, global_ptr<T> p, Op op,
+                                                  A... args) {
   using E = std::remove_const_t<T>;
   const int rank = p.where();
   const std::uintptr_t addr = p.tagged_address();
-  bool bad_range = false;
-  void* here = resolve_target(rank, addr, sizeof(T), alignof(T), kind, bad_range);
-  if (bad_range) {
-    done.failed_here(bad_range_text(rank, addr, sizeof(T), alignof(T), kind));
-    return;
-  }
-  if (here) {
+  if (void* here = spot_address(rank, addr, sizeof(T), alignof(T), kind)) [[likely]] {
     try {
       apply_here<S>(static_cast<E*>(here), rank, addr, op, args...);
     } catch (const std::exception& e) {
@@ -229,8 +249,7 @@ void run_at_home_ff(home_op kind, completion_counter& done, global_ptr<T> p, Op 
     }
     return;
   }
-  done.issued();
-  send_to_home<S, E>(rank, addr, kind, op, counter_sink{rank_me(), reinterpret_cast<std::uintptr_t>(&done)}, args...);
+  run_at_home_ff_away<S, E>(kind, done, rank, addr, op, args...);
 }
 
 }  // namespace rill::detail
