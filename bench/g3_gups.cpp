@@ -9,7 +9,8 @@
 // Peers in the same run: under mpirun, MPI RMA in the same processes before Rill starts (a window
 // from MPI_Win_allocate, MPI_Accumulate with MPI_BXOR under MPI_Win_lock_all, flushed every 1024
 // updates); on the local transport, plain threads with std::atomic_ref XOR on one table, one per
-// Rill rank: the machine's random-update limit, which Rill's ranks-as-threads can approach.
+// Rill rank, taking turns with Rill's repetitions: the machine's random-update limit, which Rill's
+// ranks-as-threads can approach.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <iterator>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -101,6 +103,58 @@ double rill_pass(const shape& s, form f, const tables& t, std::uint64_t& errors)
   world.barrier().wait();
   errors = world.allreduce(misplaced_here(s, t), rill::reduce::sum<std::uint64_t>{}).get();
   return seconds;
+}
+
+// Rill's repetitions, each form in turn within one, in one runtime; rank 0 keeps the rates.
+struct rill_runs {
+  std::vector<double> rates[std::size(forms)];
+  std::uint64_t errors[std::size(forms)] = {};
+  int workers = 0;
+  int ranks = 0;
+  bool rank0 = false;
+};
+
+// `args`: the command line, which each runtime consumes its --rill:* flags from.
+void run_rill(std::vector<std::string> args, int log_words, int reps, rill_runs& out) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  rill::runtime rt(argc, argv.data());
+  out.workers = rt.options().workers;
+  rt.run_spmd([&] {
+    const int n = rill::rank_n();
+    const shape s{log_words, n, std::uint64_t{4} << log_words};
+    tables t;
+    if (rill::rank_me() == 0) t.array = rill::global_alloc<std::uint64_t>(s.words(), rill::dist::blocked);
+    t.array = rill::team::world().broadcast(t.array, 0).get();
+    t.array.for_each_here([](std::uint64_t i, std::uint64_t& w) { w = i; });
+    rill::global_ptr<std::uint64_t> mine = rill::new_array<std::uint64_t>(s.per_rank());
+    std::uint64_t* w = mine.local(s.per_rank());
+    for (std::uint64_t i = 0; i < s.per_rank(); ++i)
+      w[i] = static_cast<std::uint64_t>(rill::rank_me()) * s.per_rank() + i;
+    t.by_rank = rill::team::world().allgather(mine).get();
+    // Forms take turns within each repetition, so a noisy spell of the machine hits them alike.
+    for (int r = 0; r < reps; ++r)
+      for (form f : forms) {
+        std::uint64_t e = 0;
+        const double seconds = rill_pass(s, f, t, e);
+        if (rill::rank_me() == 0) {
+          const auto i = static_cast<std::size_t>(f);
+          out.rates[i].push_back(static_cast<double>(s.updates) * n / seconds);
+          out.errors[i] += e;
+          bench::progress("G3 rill {} rep {}: {:.3g} updates/s ({} errors)", name_of(f), out.rates[i].size() - 1,
+                          out.rates[i].back(), e);
+        }
+      }
+    rill::team::world().barrier().wait();
+    rill::delete_array(mine);
+    if (rill::rank_me() == 0) {
+      rill::global_free(t.array);
+      out.rank0 = true;
+      out.ranks = n;
+    }
+  });
 }
 
 // ---- MPI RMA peer ---------------------------------------------------------------------------
@@ -201,60 +255,30 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<double> rates[std::size(forms)];
-  std::uint64_t errors[std::size(forms)] = {};
-  int workers = 0;
-  bool rank0 = false;
-  {
-    rill::runtime rt(argc, argv);
-    workers = rt.options().workers;
-    rt.run_spmd([&] {
-      const int n = rill::rank_n();
-      const shape s{log_words, n, std::uint64_t{4} << log_words};
-      tables t;
-      if (rill::rank_me() == 0) t.array = rill::global_alloc<std::uint64_t>(s.words(), rill::dist::blocked);
-      t.array = rill::team::world().broadcast(t.array, 0).get();
-      t.array.for_each_here([](std::uint64_t i, std::uint64_t& w) { w = i; });
-      rill::global_ptr<std::uint64_t> mine = rill::new_array<std::uint64_t>(s.per_rank());
-      std::uint64_t* w = mine.local(s.per_rank());
-      for (std::uint64_t i = 0; i < s.per_rank(); ++i)
-        w[i] = static_cast<std::uint64_t>(rill::rank_me()) * s.per_rank() + i;
-      t.by_rank = rill::team::world().allgather(mine).get();
-      // Forms take turns within each repetition, so a noisy spell of the machine hits them alike.
-      for (int r = 0; r < reps; ++r)
-        for (form f : forms) {
-          std::uint64_t e = 0;
-          const double seconds = rill_pass(s, f, t, e);
-          if (rill::rank_me() == 0) {
-            const auto i = static_cast<std::size_t>(f);
-            rates[i].push_back(static_cast<double>(s.updates) * n / seconds);
-            errors[i] += e;
-            bench::progress("G3 rill {} rep {}: {:.3g} updates/s ({} errors)", name_of(f), r, rates[i].back(), e);
-          }
-        }
-      rill::team::world().barrier().wait();
-      rill::delete_array(mine);
-      if (rill::rank_me() == 0) rill::global_free(t.array);
-      if (rill::rank_me() == 0) {
-        rank0 = true;
-        ranks = n;
-      }
-    });
-  }
-
+  const std::vector<std::string> args(argv, argv + argc);
+  rill_runs runs;
   std::string peer_name = "MPI RMA (MPI_Accumulate BXOR, flush per 1024)";
-  if (!mpi && rank0) {
-    peer_name = fmt::format("{} threads, std::atomic_ref XOR on one table", ranks);
-    const shape s{log_words, ranks, std::uint64_t{4} << log_words};
+  if (mpi) {
+    run_rill(args, log_words, reps, runs);
+  } else {
+    // The peer and Rill take turns, a runtime per repetition, so that a noisy spell of this shared
+    // machine hits both; the runtime is gone while the peer's threads run.
     for (int r = 0; r < reps; ++r) {
+      run_rill(args, log_words, 1, runs);
+      const shape s{log_words, runs.ranks, std::uint64_t{4} << log_words};
       std::uint64_t e = 0;
-      peer.push_back(static_cast<double>(s.updates) * ranks / threads_pass(s, e));
+      peer.push_back(static_cast<double>(s.updates) * runs.ranks / threads_pass(s, e));
       peer_errors += e;
       bench::progress("G3 threads rep {}: {:.3g} updates/s", r, peer.back());
     }
+    peer_name = fmt::format("{} threads, std::atomic_ref XOR on one table", runs.ranks);
   }
+  const int workers = runs.workers;
+  ranks = runs.ranks;
+  auto& rates = runs.rates;
+  auto& errors = runs.errors;
 
-  if (rank0) {
+  if (runs.rank0) {
     for (form f : forms) {
       const auto i = static_cast<std::size_t>(f);
       bench::result r;
