@@ -381,6 +381,11 @@ parsed_options parse_options(int& argc, char** argv) {
   constexpr std::string_view prefix = "--rill:";
   int out = argc > 0 ? 1 : 0;
   for (int i = out; i < argc; ++i) {
+    if (!argv[i])
+      throw usage_error(fmt::format(
+          "argv[{}] is null but argc is {}: argc does not count argv (a runtime removes its --rill: flags from "
+          "both; pass the argc it left, not a copy taken before)",
+          i, argc));
     std::string_view arg(argv[i]);
     if (!arg.starts_with(prefix)) {
       argv[out++] = argv[i];

@@ -157,6 +157,21 @@ TEST_F(Options, ProgramNameIsNeverParsed) {
   EXPECT_EQ(a.left(), std::vector<std::string>{"--rill:ranks=7"});
 }
 
+TEST_F(Options, AnArgcPastArgvsEndIsRefused) {
+  // A second runtime built from a copy of argc taken before the first removed its flags: argv
+  // ends (a null pointer) before argc says it does.
+  args a{"prog", "--rill:ranks=2", "data.h5"};
+  int stale = a.argc;
+  parse(a);
+  ASSERT_EQ(a.argc, 2);
+  try {
+    parse_options(stale, a.argv());
+    ADD_FAILURE() << "an argc of " << stale << " over 2 arguments was accepted";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("argc"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Options, EmptyArgvIsAccepted) {
   std::vector<char*> argv{nullptr};
   int argc = 0;
