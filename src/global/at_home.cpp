@@ -38,8 +38,7 @@ void* home_address(std::uintptr_t addr, std::size_t bytes, std::size_t align, ho
 }
 
 word_guard::word_guard(int rank, std::uintptr_t addr) {
-  const segment_view* s = global_here("rill::delegate").addressable_segment(rank);
-  spinlock& lock = delegate_stripe(*s, addr);
+  spinlock& lock = delegate_stripe(address_map_here("rill::delegate").addressable[rank], addr);
   lock.lock();
   lock_ = &lock;
 }

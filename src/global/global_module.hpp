@@ -40,11 +40,9 @@ class global_module final : public rank_module {
     const segment_view& s = addressable_[static_cast<std::size_t>(rank)];
     return s.mapped() ? &s : nullptr;
   }
-  // Whether single-element operations through a mapped segment check generation tags too
-  // (--rill:tag-checks=every), not only bounds.
-  bool checks_every_tag() const { return every_tag_; }
-  // The segments and heap bases above, for the inline hot paths (rill/detail/address_map.hpp);
-  // complete once set_segments has run.
+  // The segments and heap bases above, and whether single-element operations through a mapped
+  // segment check generation tags too (--rill:tag-checks=every), not only bounds: for the inline
+  // hot paths (rill/detail/address_map.hpp); complete once set_segments has run.
   const address_map& addresses() const { return addresses_; }
   // This rank's segment over `memory`, and how this process sees every rank's; once, at start-up.
   // Rank 0 also keeps the global heap's allocator.

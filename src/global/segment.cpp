@@ -97,16 +97,16 @@ void segment::write_tags(std::uintptr_t addr, std::size_t bytes, std::uint8_t ta
   // Pages inside the range carry `tag` whole; the two at its ends, whatever their granules agree on.
   constexpr std::size_t page = segment_layout::summary_page;
   const std::size_t granules = segment_layout::tag_bytes(size_);
-  for (std::size_t p = first / page; p <= last / page; ++p) {
+  const auto summarise = [&](std::size_t p) {
     const std::uint8_t* t = tags + p * page;
-    const std::size_t n = std::min(page, granules - p * page);
-    const bool whole = std::all_of(t, t + n, [t](std::uint8_t x) { return x == t[0]; });
+    const bool whole =
+        std::all_of(t, t + std::min(page, granules - p * page), [t](std::uint8_t x) { return x == t[0]; });
     summary[p] = whole ? t[0] : 0;
-    if (p == first / page && last / page > p + 1) {
-      std::memset(summary + p + 1, tag, last / page - p - 1);  // the pages strictly inside
-      p = last / page - 1;
-    }
-  }
+  };
+  const std::size_t first_page = first / page, last_page = last / page;
+  summarise(first_page);
+  if (last_page > first_page + 1) std::memset(summary + first_page + 1, tag, last_page - first_page - 1);
+  if (last_page != first_page) summarise(last_page);
 }
 
 void* checked_address(const segment_view& s, int rank, std::uintptr_t tagged, std::size_t bytes, std::size_t align,
