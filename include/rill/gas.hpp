@@ -110,8 +110,8 @@ auto call(gaddr a, F fn, A... args) {
   using R = rill::detail::home_result_t<Op, T, A...>;
   promise<R> p;
   future<R> out = p.get_future();
-  rill::detail::gas_route<rill::detail::serialised::yes, T>(a, 1, 0, rank_me(), Op{fn},
-                                                            rill::detail::promise_sink<R>{p.ref()}, args...);
+  rill::detail::gas_route<rill::delegate::detail::serialisation<T>, T>(a, 1, 0, rank_me(), Op{fn},
+                                                                       rill::detail::promise_sink<R>{p.ref()}, args...);
   return out;
 }
 
@@ -119,8 +119,14 @@ auto call(gaddr a, F fn, A... args) {
 template <class T, class F, class... A>
 void call_ff(completion_counter& done, gaddr a, F fn, A... args) {
   using Op = rill::delegate::detail::on_element<F>;
+  constexpr auto S = rill::delegate::detail::serialisation<T>;
+  // On the spot, `done` hears only of a failure (as a delegate's call_ff): no count to keep.
+  if (rill::detail::gas_spot spot; rill::detail::gas_pin_near(a, sizeof(T), alignof(T), spot)) {
+    rill::detail::gas_run_pinned<S, T>(spot, Op{fn}, rill::detail::failure_sink{&done}, args...);
+    return;
+  }
   done.issued();
-  rill::detail::gas_route<rill::detail::serialised::yes, T>(
+  rill::detail::gas_route<S, T, rill::detail::gas_runs::where_mapped_not_near>(
       a, 1, 0, rank_me(), Op{fn}, rill::detail::counter_sink{rank_me(), reinterpret_cast<std::uintptr_t>(&done)},
       args...);
 }

@@ -36,8 +36,8 @@ struct continuation_sink {
   template <class... V>
   void done(V&&... result) const {
     using Op = rill::delegate::detail::on_element<G>;
-    gas_route<serialised::yes, U>(cont, 1, 0, rank_me(), Op{action.unpack()}, promise_sink<void>{finished},
-                                  std::forward<V>(result)...);
+    gas_route<serialised::yes, U, gas_runs::at_owner>(cont, 1, 0, rank_me(), Op{action.unpack()},
+                                                      promise_sink<void>{finished}, std::forward<V>(result)...);
   }
   void fail(const std::string& why, home_op kind) const { finished.poison(why, home_op_name(kind)); }
 };
@@ -102,7 +102,8 @@ class parcel {
   void route(const Op& op, const Sink& sink) const {
     std::apply(
         [&](const A&... payload) {
-          rill::detail::gas_route<rill::detail::serialised::yes, T>(target_, 1, 0, rank_me(), op, sink, payload...);
+          rill::detail::gas_route<rill::detail::serialised::yes, T, rill::detail::gas_runs::at_owner>(
+              target_, 1, 0, rank_me(), op, sink, payload...);
         },
         payload_);
   }

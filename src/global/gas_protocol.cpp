@@ -17,11 +17,14 @@
 #include <bit>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "global/gas_index.hpp"
 #include "global/global_module.hpp"
+#include "rill/detail/address_map.hpp"
 #include "rill/gas.hpp"
 
 namespace rill {
@@ -302,7 +305,99 @@ gas_decision gas_resolve(gaddr a, std::uint64_t bytes, std::uint64_t align, int 
 
 bool gas_park(gaddr a, std::function<void()>& retry) { return table().park(a, retry); }
 
-void gas_unpin(void* block) { gas_table::unpin(static_cast<gas_block*>(block)); }
+void gas_unpin(void* block) { table().unpin(static_cast<gas_block*>(block)); }
+
+namespace {
+
+// The calling thread's visit word (gas_index.hpp), claimed in its rank's segment on its first
+// visit; nullptr if it could not claim one. A worker never changes rank.
+gas_visit_word* visit_word(const address_map& map) {
+  thread_local gas_visit_word* word = nullptr;
+  thread_local bool claimed = false;
+  if (!claimed) [[unlikely]] {
+    claimed = true;
+    if (gas_visitors* v = gas_visitors::in(map.addressable[map.me])) word = v->claim();
+  }
+  return word;
+}
+
+// The home of a's block: gaddr::home, with a 32-bit division where the numbers fit (a 64-bit one
+// costs several times as much, on every operation on a cyclic allocation).
+int home_of(gaddr a, int ranks) {
+  if (!a.cyclic() || a.block_number() > 0xffffffffu) return a.home(ranks);
+  return static_cast<int>(static_cast<std::uint32_t>(a.block_number()) % static_cast<std::uint32_t>(ranks));
+}
+
+// Inside an open visit: [a, a + bytes) in `owner`'s block, if owner's index lists it serving.
+bool found_at(const address_map& map, int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
+  if (owner < 0 || owner >= map.ranks) return false;
+  const segment_view& view = map.addressable[owner];
+  if (!view.mapped()) return false;
+  const gas_slot* slot = gas_index::in(view).find(a.block().bits());
+  if (!slot) return false;
+  const std::uint64_t at = a.byte_in_block(), size = slot->bytes.load(std::memory_order_relaxed);
+  if (bytes > size || at > size - bytes || (a.offset() & (align - 1)) != 0) return false;
+  out.owner_address = view.owner_base() + slot->offset.load(std::memory_order_relaxed) + at;
+  out.where = static_cast<std::byte*>(view.translate(out.owner_address));
+  out.owner = owner;
+  return true;
+}
+
+// Opens a visit, looks for a's block at each of `ranks` (skipping -1 and repeats) in turn, and
+// keeps the visit open if it was found.
+bool visit(const address_map& map, std::initializer_list<int> ranks, gaddr a, std::uint64_t bytes, std::uint64_t align,
+           gas_spot& out) {
+  gas_visit_word* word = visit_word(map);
+  if (!word) return false;
+  const std::uint64_t entered = open_visit(*word);
+  int tried = -1;
+  for (int r : ranks) {
+    if (r < 0 || r == tried) continue;
+    tried = r;
+    if (found_at(map, r, a, bytes, align, out)) {
+      out.visit_word = word;
+      out.entered = entered;
+      if (out.owner != map.me) word->count_elsewhere();
+      return true;
+    }
+  }
+  close_visit(*word, entered);
+  return false;
+}
+
+// Where this thread last found blocks that had moved from their homes: a guess per line of a
+// small direct-mapped table, checked by the visit, so that operations on moved blocks skip the
+// table's lock too. Used only with the rank's translation cache unbounded, and in its epoch
+// (gas_table::guess_epoch).
+struct owner_guess {
+  std::uint64_t block = 0;
+  int owner = -1;
+  std::uint32_t epoch = 0;
+};
+constexpr std::size_t guess_lines = 64;
+thread_local owner_guess guesses[guess_lines];
+owner_guess& guess_for(gaddr a) {
+  static_assert(guess_lines == 64, "the hash keeps 6 bits");
+  return guesses[(a.block().bits() * 0x9e3779b97f4a7c15ull) >> 58];
+}
+
+}  // namespace
+
+bool gas_pin_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
+  const address_map& map = address_map_here("rill::gas");
+  if (owner == map.me || !visit(map, {owner}, a, bytes, align, out)) return false;
+  if (const std::uint32_t epoch = table().guess_epoch()) guess_for(a) = {a.block().bits(), owner, epoch};
+  return true;
+}
+
+bool gas_pin_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
+  const address_map& map = address_map_here("rill::gas");
+  const owner_guess& g = guess_for(a);
+  const bool guessed = g.block == a.block().bits() && g.epoch == table().guess_epoch();
+  return visit(map, {map.me, home_of(a, map.ranks), guessed ? g.owner : -1}, a, bytes, align, out);
+}
+
+void gas_unpin_at(const gas_spot& s) { close_visit(*static_cast<gas_visit_word*>(s.visit_word), s.entered); }
 
 void gas_tell_owner(int origin, gaddr a) {
   if (origin == rank_me()) return;
@@ -383,8 +478,8 @@ event migrate(gaddr a, int to) {
 future<int> owner(gaddr a) {
   promise<int> p;
   future<int> out = p.get_future();
-  rill::detail::gas_route<rill::detail::serialised::no, std::byte>(a, 1, 0, rank_me(), rill::detail::owner_op{},
-                                                                   rill::detail::promise_sink<int>{p.ref()});
+  rill::detail::gas_route<rill::detail::serialised::no, std::byte, rill::detail::gas_runs::at_owner>(
+      a, 1, 0, rank_me(), rill::detail::owner_op{}, rill::detail::promise_sink<int>{p.ref()});
   return out;
 }
 

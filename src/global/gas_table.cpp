@@ -45,7 +45,7 @@ gas_block* gas_table::held_here(gaddr a, gas_resolution& r) {
   gas_block& b = *it->second;
   if (b.gen != a.generation()) {
     r.why = freed_text(a, b.gen);
-  } else if (b.state.load(std::memory_order_relaxed) & gas_block::frozen_bit) {
+  } else if (b.state->load(std::memory_order_relaxed) & gas_block::frozen_bit) {
     r.what = gas_resolution::step::frozen;
   } else {
     r.what = gas_resolution::step::run;
@@ -68,7 +68,7 @@ gas_resolution gas_table::resolve(gaddr a, std::uint64_t bytes, std::uint64_t al
                       (a.offset() & (align - 1)) != 0 ? fmt::format(", not aligned to {}", align) : "", describe(a));
       return r;
     }
-    b.state.fetch_add(1, std::memory_order_acquire);
+    b.state->fetch_add(1, std::memory_order_acquire);
     r.what = gas_resolution::step::run;
     r.where = b.data + at;
     r.block = &b;
@@ -115,14 +115,14 @@ bool gas_table::holds_settled(gaddr a) {
   std::lock_guard g(lock_);
   auto it = held_.find(a.block_key());
   return it != held_.end() && it->second->gen == a.generation() &&
-         !(it->second->state.load(std::memory_order_relaxed) & gas_block::frozen_bit);
+         !(it->second->state->load(std::memory_order_relaxed) & gas_block::frozen_bit);
 }
 
 bool gas_table::park(gaddr a, std::function<void()>& retry) {
   std::lock_guard g(lock_);
   auto it = held_.find(a.block_key());
   if (it == held_.end() ||
-      !(it->second->settling || (it->second->state.load(std::memory_order_relaxed) & gas_block::frozen_bit)))
+      !(it->second->settling || (it->second->state->load(std::memory_order_relaxed) & gas_block::frozen_bit)))
     return false;
   it->second->parked.push_back(std::move(retry));
   ++parked_;
@@ -130,10 +130,20 @@ bool gas_table::park(gaddr a, std::function<void()>& retry) {
 }
 
 void gas_table::unpin(gas_block* b) {
-  if (b->state.fetch_sub(1, std::memory_order_acq_rel) == (gas_block::frozen_bit | 1u)) {
+  if (b->state->fetch_sub(1, std::memory_order_acq_rel) == (gas_block::frozen_bit | 1u)) {
     auto leave = std::move(b->on_drained);
     leave();
   }
+}
+
+void gas_table::set_index(gas_index index, std::byte* segment_base, gas_visitors* own,
+                          std::vector<gas_visitors*> visitors) {
+  std::lock_guard g(lock_);
+  index_ = index;
+  segment_base_ = segment_base;
+  own_visitors_ = own;
+  visitors_ = std::move(visitors);
+  index_.clear();
 }
 
 gas_resolution gas_table::freeze(gaddr a, int hops, std::function<void(gas_block*)> leave) {
@@ -152,12 +162,19 @@ gas_resolution gas_table::freeze(gaddr a, int hops, std::function<void(gas_block
       r.what = gas_resolution::step::frozen;  // parks until settle()
       return r;
     }
-    b->on_drained = [leave, b] { leave(b); };
-    // With the frozen bit set, no new pin can start; the last of the running ones calls leave.
-    now = (b->state.fetch_or(gas_block::frozen_bit, std::memory_order_acq_rel) & ~gas_block::frozen_bit) == 0;
-    if (now) b->on_drained = nullptr;
+    // Once the owner's pins have drained, the visits other threads opened before the frozen bit
+    // (gas_index.hpp) must end too: they are few and short.
+    b->on_drained = [this, leave, b] {
+      wait_for_visitors(visitors_);
+      leave(b);
+    };
+    // With the frozen bit set, no new pin or visit can start; the last pin calls on_drained.
+    now = (b->state->fetch_or(gas_block::frozen_bit, std::memory_order_seq_cst) & ~gas_block::frozen_bit) == 0;
   }
-  if (now) leave(b);
+  if (now) {
+    auto go = std::move(b->on_drained);
+    go();
+  }
   return r;
 }
 
@@ -165,6 +182,7 @@ std::pair<std::vector<std::function<void()>>, std::byte*> gas_table::release(std
   std::lock_guard g(lock_);
   auto it = held_.find(key);
   std::pair<std::vector<std::function<void()>>, std::byte*> out{std::move(it->second->parked), it->second->data};
+  if (it->second->slot) gas_index::remove(it->second->slot);
   held_.erase(it);
   if (new_owner >= 0) {
     ++moved_out_;
@@ -176,7 +194,7 @@ std::pair<std::vector<std::function<void()>>, std::byte*> gas_table::release(std
 std::vector<std::function<void()>> gas_table::thaw(std::uint64_t key) {
   std::lock_guard g(lock_);
   gas_block& b = *held_.at(key);
-  b.state.fetch_and(~gas_block::frozen_bit, std::memory_order_acq_rel);
+  b.state->fetch_and(~gas_block::frozen_bit, std::memory_order_acq_rel);
   return std::move(b.parked);
 }
 
@@ -197,6 +215,14 @@ void gas_table::install(std::uint64_t key, unsigned gen, int home, std::byte* da
   std::lock_guard g(lock_);
   cache_.erase(key);
   b->settling = moved;
+  // A block outside the segment (no index, or memory from elsewhere) is reached by messages only.
+  if (segment_base_ && data >= segment_base_) {
+    const gaddr at = gaddr::from_bits(key | (std::uint64_t{gen} << 34));
+    if (gas_slot* slot = index_.insert(at.bits(), static_cast<std::uint64_t>(data - segment_base_), bytes)) {
+      b->slot = slot;
+      b->state = &slot->state;
+    }
+  }
   held_[key] = std::move(b);
   if (moved) ++moved_in_;
 }
@@ -205,6 +231,7 @@ std::byte* gas_table::discard(std::uint64_t key) {
   std::lock_guard g(lock_);
   const auto it = held_.find(key);
   std::byte* data = it->second->data;
+  if (it->second->slot) gas_index::remove(it->second->slot);
   held_.erase(it);
   directory_.erase(key);
   return data;
@@ -280,6 +307,7 @@ void gas_table::finish_free(gaddr base) {
 void gas_table::set_cache(gas_cache_policy policy, std::size_t entries) {
   std::lock_guard g(lock_);
   cache_ = translation_cache(policy, entries, 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(rank_));
+  guess_epoch_.store(policy == gas_cache_policy::unbounded ? ++epochs_ : 0, std::memory_order_relaxed);
 }
 
 gas_stats gas_table::stats() {
@@ -290,6 +318,7 @@ gas_stats gas_table::stats() {
   s.cache_evictions = cache_.stats().evictions;
   s.cache_entries = cache_.size();
   s.forwarded = forwarded_;
+  s.on_the_spot = own_visitors_ ? own_visitors_->elsewhere() : 0;
   s.parked = parked_;
   s.moved_in = moved_in_;
   s.moved_out = moved_out_;

@@ -4,7 +4,9 @@
 //
 // A block held here can be pinned (operations on it run) or frozen (it is leaving: moving or being
 // freed). Freezing waits for the pins to drain; operations that find a block frozen are parked
-// and routed again once it has gone, so none is lost or applied twice.
+// and routed again once it has gone, so none is lost or applied twice. A block is also listed in
+// the index in the rank's segment (gas_index.hpp): ranks that map the segment find it there and run
+// operations on the spot, in visits that a move or free waits for as it waits for pins.
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "common/spinlock.hpp"
+#include "global/gas_index.hpp"
 #include "global/translation_cache.hpp"
 #include "rill/config.hpp"
 #include "rill/gaddr.hpp"
@@ -29,12 +32,16 @@ namespace rill::detail {
 
 // A block this rank holds.
 struct gas_block {
-  static constexpr std::uint32_t frozen_bit = 1u << 31;
+  static constexpr std::uint32_t frozen_bit = gas_slot::frozen_bit;
   std::byte* data = nullptr;
   std::uint64_t bytes = 0;  // usable bytes (the last block of an allocation may be short)
   unsigned gen = 0;
   int home = 0;
-  std::atomic<std::uint32_t> state{0};  // pins, and frozen_bit
+  // The owner's pins, and frozen_bit: in the block's index slot, or here when the index had no
+  // room for it.
+  std::atomic<std::uint32_t>* state = &unindexed_state;
+  gas_slot* slot = nullptr;
+  std::atomic<std::uint32_t> unindexed_state{0};
   // Moved in, and the rank it came from has not yet let it go: it serves, but may not leave
   // (a second move or a free parks) until then, so that the home's directory updates, and a
   // return to the old owner, come in order.
@@ -75,6 +82,9 @@ class gas_table {
   bool park(gaddr a, std::function<void()>& retry);
   // Ends a pin; runs the freeze's continuation if this was the last pin of a frozen block.
   static void unpin(gas_block* b);
+  // The index in this rank's segment, where the segment starts, and the visit words of every rank
+  // that maps it (gas_index.hpp); once, at start-up.
+  void set_index(gas_index index, std::byte* segment_base, gas_visitors* own, std::vector<gas_visitors*> visitors);
 
   // Freezing for a move or a free: resolve's answer, except that `run` means the block is now
   // frozen and `leave(block)` will run (at once, or when the last pin goes).
@@ -118,6 +128,10 @@ class gas_table {
   void finish_free(gaddr base);
 
   void set_cache(gas_cache_policy policy, std::size_t entries);
+  // What the rank's threads' own guesses of moved blocks' owners are worth (gas_protocol.cpp): the
+  // epoch they must carry to be used, 0 while the cache is bounded (a bound the program chose must
+  // hold for every guess); a new cache starts a new epoch, so it starts empty there too.
+  std::uint32_t guess_epoch() const { return guess_epoch_.load(std::memory_order_relaxed); }
   gas_stats stats();
 
  private:
@@ -135,6 +149,12 @@ class gas_table {
 
   const int rank_, ranks_;
   spinlock lock_;
+  gas_index index_;
+  std::byte* segment_base_ = nullptr;
+  std::atomic<std::uint32_t> guess_epoch_{1};
+  std::uint32_t epochs_ = 1;
+  gas_visitors* own_visitors_ = nullptr;  // this rank's threads' visit words
+  std::vector<gas_visitors*> visitors_;
   std::unordered_map<std::uint64_t, std::unique_ptr<gas_block>> held_;
   std::unordered_map<std::uint64_t, std::pair<int, unsigned>> directory_;  // key -> owner, generation
   translation_cache cache_;

@@ -5,6 +5,7 @@ namespace rill::detail {
 void global_module::set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes,
                                  const segment_directory& d) {
   segment_ = std::make_unique<segment>(memory, bytes, global_heap_bytes);
+
   addressable_.assign(static_cast<std::size_t>(size_), segment_view{});
   global_heap_bases_.clear();
   for (int r = 0; r < size_; ++r) {
@@ -15,7 +16,19 @@ void global_module::set_segments(std::byte* memory, std::size_t bytes, std::size
     else if (shared_segments_ && v.mapped())
       addressable_[static_cast<std::size_t>(r)] = v;
   }
-  addresses_ = {size_, every_tag_, addressable_.data(), global_heap_bases_.data()};
+  addresses_ = {size_, id_, every_tag_, addressable_.data(), global_heap_bases_.data()};
+  // This rank's visit words start unclaimed and even; its threads claim them on their first visit,
+  // after start-up. A freeze here reads those of every rank that may visit this rank's blocks.
+  gas_visitors* own = gas_visitors::in(segment_->view());
+  own->claimed.store(0, std::memory_order_relaxed);
+  for (gas_visit_word& w : own->word) {
+    w.sequence.store(0, std::memory_order_relaxed);
+    w.elsewhere.store(0, std::memory_order_relaxed);
+  }
+  std::vector<gas_visitors*> visitors;
+  for (const segment_view& v : addressable_)
+    if (gas_visitors* w = gas_visitors::in(v)) visitors.push_back(w);
+  gas_.set_index(gas_index::in(segment_->view()), memory, own, std::move(visitors));
   if (id_ == 0) global_heap_ = std::make_unique<symmetric_heap>(global_heap_bytes);
 }
 
@@ -26,6 +39,7 @@ void global_module::report_counters(counter_report& out) {
   out.add("gas_cache_evictions", s.cache_evictions);
   out.add("gas_cache_entries", s.cache_entries);
   out.add("gas_forwarded", s.forwarded);
+  out.add("gas_on_the_spot", s.on_the_spot);
   out.add("gas_parked", s.parked);
   out.add("gas_moved_in", s.moved_in);
   out.add("gas_moved_out", s.moved_out);

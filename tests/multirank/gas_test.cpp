@@ -240,6 +240,51 @@ TEST_P(gas, blocks_moving_under_concurrent_adds_lose_and_double_nothing) {
             0);
 }
 
+// A rank that maps the segment of a block's owner (the local transport's ranks, MPI ranks of a node)
+// pins the block in the owner's index and runs the operation itself, with the totals a message
+// would give; with --rill:shared-segments=off every operation on another rank's block is a message.
+TEST_P(gas, operations_on_blocks_in_mapped_segments_run_on_the_spot) {
+  for (const bool shared : {true, false}) {
+    EXPECT_EQ(run_checked(GetParam(),
+                          [shared] {
+                            constexpr std::uint64_t per_block = 64;
+                            const int ranks = rill::rank_n();
+                            const auto blocks = static_cast<std::uint64_t>(ranks);
+                            const gaddr t = rill::gas::alloc(blocks * per_block * 8, rill::dist::cyclic(per_block * 8));
+                            rill::finish([&] {
+                              for (int r = 0; r < ranks; ++r)
+                                rill::async_at(
+                                    r,
+                                    [](gaddr base, std::uint64_t words) {
+                                      rill::completion_counter done;
+                                      for (std::uint64_t i = 0; i < words; ++i)
+                                        rill::gas::call_ff<std::uint64_t>(
+                                            done, word(base, i), [](std::uint64_t& x, std::uint64_t v) { x += v; },
+                                            static_cast<std::uint64_t>(rill::rank_me()) + 1);
+                                      done.wait();
+                                    },
+                                    t, blocks * per_block);
+                            });
+                            const auto sum =
+                                static_cast<std::uint64_t>(ranks) * static_cast<std::uint64_t>(ranks + 1) / 2;
+                            // Before the reads below: every rank's operations on the other ranks' blocks: (ranks - 1)
+                            // blocks each.
+                            std::uint64_t on_the_spot = 0;
+                            for (int r = 0; r < ranks; ++r)
+                              on_the_spot += rill::rpc(r, [] { return rill::gas::stats().on_the_spot; }).get();
+                            const std::uint64_t elsewhere = blocks * (blocks - 1) * per_block;
+                            EXPECT_EQ(on_the_spot, shared ? elsewhere : 0u) << "shared segments: " << shared;
+                            for (std::uint64_t b = 0; b < blocks; ++b)
+                              EXPECT_EQ(rill::gas::read<std::uint64_t>(word(t, b * per_block), per_block).get(),
+                                        std::vector<std::uint64_t>(per_block, sum))
+                                  << "block " << b;
+                            rill::gas::free(t).wait();
+                          },
+                          {std::string("--rill:shared-segments=") + (shared ? "on" : "off")}),
+              0);
+  }
+}
+
 // A block moved away from its home: a third rank's first operation goes through the home, which
 // forwards it; the owner's answer teaches the third rank, whose next operation goes straight there.
 TEST_P(gas, the_translation_cache_learns_where_a_block_went) {

@@ -38,7 +38,7 @@ struct two_segments {
     std::byte* tags = local + layout::lock_bytes;
     std::memset(tags + views[0].granule_of(allocation), live_tag, 4);
   }
-  address_map map(bool every_tag) const { return {2, every_tag, views.data(), heap_bases.data()}; }
+  address_map map(bool every_tag) const { return {2, 0, every_tag, views.data(), heap_bases.data()}; }
 };
 
 TEST(AddressMap, TranslatesAGoodRangeOfAMappedSegment) {

@@ -18,6 +18,7 @@ namespace rill::detail {
 
 struct address_map {
   int ranks = 0;
+  int me = 0;             // the rank whose map this is
   bool every_tag = true;  // --rill:tag-checks=every: check the tags on every access, not only bounds
   // By rank: its segment if this rank addresses it directly (its own; with --rill:shared-segments,
   // the other ranks' this process maps), else an unmapped view.

@@ -132,6 +132,14 @@ struct counter_sink {
   void fail(const std::string& why, home_op) const { ack_completion(owner, counter, &why); }
 };
 
+// A feed-forward operation run on the calling thread: its counter hears only of a failure.
+struct failure_sink {
+  completion_counter* counter;
+  template <class... V>
+  void done(V&&...) const {}
+  void fail(const std::string& why, home_op) const { counter->failed_here(why); }
+};
+
 // Runs op on the element, reporting its result or error to `sink`; on whichever rank calls it.
 template <serialised S, class T, class Op, class Sink, class... A>
 void apply_to_sink(T* target, int rank, std::uintptr_t addr, home_op kind, Op& op, const Sink& sink, A&... args) {

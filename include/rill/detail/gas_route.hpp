@@ -4,6 +4,8 @@
 // or to the block's home), park it (the block is leaving; it is routed again once the block has
 // gone), or fail it (a freed, unknown or out-of-range address). When an operation had to be sent
 // on, the rank that ran it tells the origin where the block is, so the next one goes straight there.
+// An origin that maps the segment of the rank it would send to runs the operation there itself,
+// with the block pinned in that rank's index (gas_pin_at).
 #pragma once
 
 #include <cstddef>
@@ -35,15 +37,68 @@ void gas_unpin(void* block);
 // Tells `origin` that a's block is on the calling rank (a message, unless origin is this rank).
 void gas_tell_owner(int origin, gaddr a);
 
+// A block found through the index in a segment the calling rank maps (src/global/gas_index.hpp),
+// held where it is by an open visit of the calling thread: the range's first byte here, and in the
+// owner's address space.
+struct gas_spot {
+  std::byte* where;
+  std::uintptr_t owner_address;
+  int owner;
+  void* visit_word;
+  std::uint64_t entered;
+};
+// Opens a visit to [a, a + bytes) where `owner` holds it, if the calling rank maps owner's segment,
+// its index lists a's block serving, and the range lies in it, aligned to `align`; otherwise false,
+// and the operation takes the locked path (which names any fault).
+bool gas_pin_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
+// The same where a block that has not moved is: on the calling rank, then at its home. No lock.
+bool gas_pin_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
+// Ends the visit: before the operation's result is delivered, so a visit never waits.
+void gas_unpin_at(const gas_spot& s);
+
 // A guard against a routing fault looping forever. An operation only bounces while its block keeps
 // moving (each move can send it back to the home once), so the bound must exceed the moves of one
 // block that can overlap one operation: 250 hops, at most 125 moves.
 inline constexpr std::uint8_t gas_max_hops = 250;
 
+// Where an operation may run: on any rank that maps the owner's segment (data operations, which
+// only touch the block, like delegates), or only on the rank that holds the block (parcels and
+// owner queries, whose actions see the owner's rank_me() and spawn work there). where_mapped_not_near:
+// as where_mapped, for a caller that has tried gas_pin_near itself.
+enum class gas_runs : std::uint8_t { where_mapped, where_mapped_not_near, at_owner };
+
+// Runs op on a block held by a visit (gas_pin_at, gas_pin_near), on the calling thread; the visit
+// ends before the sink hears of the result, since delivering it may start another operation.
 template <serialised S, class T, class Op, class Sink, class... A>
+void gas_run_pinned(const gas_spot& spot, const Op& op, const Sink& sink, A&... args) {
+  using R = home_result_t<Op, T, A...>;
+  Op f = op;
+  T* target = reinterpret_cast<T*>(spot.where);
+  try {
+    if constexpr (std::is_void_v<R>) {
+      apply_here<S>(target, spot.owner, spot.owner_address, f, args...);
+      gas_unpin_at(spot);
+      sink.done();
+    } else {
+      R result = apply_here<S>(target, spot.owner, spot.owner_address, f, args...);
+      gas_unpin_at(spot);
+      sink.done(std::move(result));
+    }
+  } catch (const std::exception& e) {
+    gas_unpin_at(spot);
+    sink.fail(threw_text(home_op::gas, spot.owner, e), home_op::gas);
+  }
+}
+
+template <serialised S, class T, gas_runs W = gas_runs::where_mapped, class Op, class Sink, class... A>
 void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, const Op& op, const Sink& sink, A... args) {
   static_assert(shippable<Op>,
                 "rill::gas: the operation must be a function or a lambda whose captures are trivially copyable");
+  // At the origin, first where a block that never moved is, without the lock.
+  if (gas_spot spot; W == gas_runs::where_mapped && hops == 0 && gas_pin_near(a, count * sizeof(T), alignof(T), spot)) {
+    gas_run_pinned<S, T>(spot, op, sink, args...);
+    return;
+  }
   std::string why;
   for (;;) {
     const gas_decision d = gas_resolve(a, count * sizeof(T), alignof(T), hops, why);
@@ -63,6 +118,13 @@ void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, cons
         return;
       }
       case gas_next::forward:
+        // At the origin, a block held by a rank whose segment this one maps is reached there, pinned
+        // like the owner pins it, without a message.
+        if (gas_spot spot;
+            W != gas_runs::at_owner && hops == 0 && gas_pin_at(d.rank, a, count * sizeof(T), alignof(T), spot)) {
+          gas_run_pinned<S, T>(spot, op, sink, args...);
+          return;
+        }
         if (hops >= gas_max_hops) {
           sink.fail("rill::gas: an operation was forwarded " + std::to_string(hops) +
                         " times without reaching its block (a routing fault)",
@@ -72,12 +134,12 @@ void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, cons
         am::send(
             d.rank,
             [](gaddr at, std::uint64_t n, std::uint8_t h, int from, shipped_callable<Op> packed, Sink s, A... in) {
-              gas_route<S, T>(at, n, h, from, packed.unpack(), s, in...);
+              gas_route<S, T, W>(at, n, h, from, packed.unpack(), s, in...);
             },
             a, count, static_cast<std::uint8_t>(hops + 1), origin, shipped_callable<Op>::pack(op), sink, args...);
         return;
       case gas_next::frozen: {
-        std::function<void()> retry = [=] { gas_route<S, T>(a, count, hops, origin, op, sink, args...); };
+        std::function<void()> retry = [=] { gas_route<S, T, W>(a, count, hops, origin, op, sink, args...); };
         if (gas_park(a, retry)) return;
         continue;  // it left meanwhile: decide again
       }

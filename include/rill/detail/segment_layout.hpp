@@ -1,7 +1,7 @@
 // How a rank's registered segment (src/global/segment.hpp) is laid out, from its start:
 //
 //   delegate locks | generation tags: a byte per 16-byte granule | tag summary: a byte per page
-//   of 256 granules | own heap | global heap
+//   of 256 granules | AGAS block index | AGAS visit words | own heap | global heap
 //
 // The global heap is the last --rill:global-heap bytes. A public detail header because the options
 // check that a segment has room for all of it, and the inline hot path of one-sided operations
@@ -25,10 +25,24 @@ inline constexpr std::size_t summary_page = 256;
 constexpr std::size_t summary_bytes(std::size_t segment) {
   return ((tag_bytes(segment) + summary_page - 1) / summary_page + 63) / 64 * 64;
 }
-// Where the own heap starts.
-constexpr std::size_t heap_start(std::size_t segment) {
+// The index of the AGAS blocks the rank holds (src/global/gas_index.hpp): a 32-byte slot per block,
+// a slot per 16 KiB of segment, between 256 and 65,536 (a power of two). A block that finds no
+// slot is reached by messages only. After it, the visit words of the rank's threads: a line per
+// thread that runs operations on the spot (the first line counts them), 63 at most.
+inline constexpr std::size_t gas_slot_bytes = 32, gas_visit_lines = 64;
+constexpr std::size_t gas_slots(std::size_t segment) {
+  std::size_t n = 256;
+  while (n < 65536 && n * 16384 < segment) n *= 2;
+  return n;
+}
+constexpr std::size_t gas_index_offset(std::size_t segment) {
   return lock_bytes + tag_bytes(segment) + summary_bytes(segment);
 }
+constexpr std::size_t gas_visits_offset(std::size_t segment) {
+  return gas_index_offset(segment) + gas_slots(segment) * gas_slot_bytes;
+}
+// Where the own heap starts.
+constexpr std::size_t heap_start(std::size_t segment) { return gas_visits_offset(segment) + gas_visit_lines * 64; }
 // The bytes of the own heap (new_array's, and registered memory's instances).
 constexpr std::size_t own_heap_bytes(std::size_t segment, std::size_t global_heap) {
   return segment - heap_start(segment) - global_heap;
