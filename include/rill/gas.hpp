@@ -22,7 +22,9 @@
 // bound each rank's cache; set_translation_cache changes it at run time.
 //
 // Operations (call, call_ff, get, put, read, write) are like delegates (rill/delegate.hpp): fn
-// runs inside the message handler with the block pinned, so it must be short and must not suspend.
+// runs in the owner's message handler, or on the calling thread where it maps the owner's segment
+// (the local transport, ranks of a node), and the block cannot leave meanwhile, so fn must be short
+// and must not suspend. Parcels (rill/parcel.hpp) always run at the owner.
 // call serialises calls on the same element; get/put/read/write are plain copies.
 //
 // Errors name the cause and never touch memory: a null address, one no allocation gave out, a
@@ -121,8 +123,8 @@ void call_ff(completion_counter& done, gaddr a, F fn, A... args) {
   using Op = rill::delegate::detail::on_element<F>;
   constexpr auto S = rill::delegate::detail::serialisation<T>;
   // On the spot, `done` hears only of a failure (as a delegate's call_ff): no count to keep.
-  if (rill::detail::gas_spot spot; rill::detail::gas_pin_near(a, sizeof(T), alignof(T), spot)) {
-    rill::detail::gas_run_pinned<S, T>(spot, Op{fn}, rill::detail::failure_sink{&done}, args...);
+  if (rill::detail::gas_spot spot; rill::detail::gas_visit_near(a, sizeof(T), alignof(T), spot)) {
+    rill::detail::gas_run_visiting<S, T>(spot, Op{fn}, rill::detail::failure_sink{&done}, args...);
     return;
   }
   done.issued();

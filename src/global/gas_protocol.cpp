@@ -305,7 +305,7 @@ gas_decision gas_resolve(gaddr a, std::uint64_t bytes, std::uint64_t align, int 
 
 bool gas_park(gaddr a, std::function<void()>& retry) { return table().park(a, retry); }
 
-void gas_unpin(void* block) { table().unpin(static_cast<gas_block*>(block)); }
+void gas_unpin(void* block) { gas_table::unpin(static_cast<gas_block*>(block)); }
 
 namespace {
 
@@ -319,13 +319,6 @@ gas_visit_word* visit_word(const address_map& map) {
     if (gas_visitors* v = gas_visitors::in(map.addressable[map.me])) word = v->claim();
   }
   return word;
-}
-
-// The home of a's block: gaddr::home, with a 32-bit division where the numbers fit (a 64-bit one
-// costs several times as much, on every operation on a cyclic allocation).
-int home_of(gaddr a, int ranks) {
-  if (!a.cyclic() || a.block_number() > 0xffffffffu) return a.home(ranks);
-  return static_cast<int>(static_cast<std::uint32_t>(a.block_number()) % static_cast<std::uint32_t>(ranks));
 }
 
 // Inside an open visit: [a, a + bytes) in `owner`'s block, if owner's index lists it serving.
@@ -383,21 +376,21 @@ owner_guess& guess_for(gaddr a) {
 
 }  // namespace
 
-bool gas_pin_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
+bool gas_visit_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
   const address_map& map = address_map_here("rill::gas");
   if (owner == map.me || !visit(map, {owner}, a, bytes, align, out)) return false;
   if (const std::uint32_t epoch = table().guess_epoch()) guess_for(a) = {a.block().bits(), owner, epoch};
   return true;
 }
 
-bool gas_pin_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
+bool gas_visit_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
   const address_map& map = address_map_here("rill::gas");
   const owner_guess& g = guess_for(a);
   const bool guessed = g.block == a.block().bits() && g.epoch == table().guess_epoch();
-  return visit(map, {map.me, home_of(a, map.ranks), guessed ? g.owner : -1}, a, bytes, align, out);
+  return visit(map, {map.me, a.home(map.ranks), guessed ? g.owner : -1}, a, bytes, align, out);
 }
 
-void gas_unpin_at(const gas_spot& s) { close_visit(*static_cast<gas_visit_word*>(s.visit_word), s.entered); }
+void gas_end_visit(const gas_spot& s) { close_visit(*static_cast<gas_visit_word*>(s.visit_word), s.entered); }
 
 void gas_tell_owner(int origin, gaddr a) {
   if (origin == rank_me()) return;

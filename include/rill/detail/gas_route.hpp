@@ -4,8 +4,8 @@
 // or to the block's home), park it (the block is leaving; it is routed again once the block has
 // gone), or fail it (a freed, unknown or out-of-range address). When an operation had to be sent
 // on, the rank that ran it tells the origin where the block is, so the next one goes straight there.
-// An origin that maps the segment of the rank it would send to runs the operation there itself,
-// with the block pinned in that rank's index (gas_pin_at).
+// An origin that maps the segment of the rank that holds the block runs a data operation itself, in
+// a visit that the block's moves wait for (src/global/gas_index.hpp; gas_visit_near, gas_visit_at).
 #pragma once
 
 #include <cstddef>
@@ -50,11 +50,11 @@ struct gas_spot {
 // Opens a visit to [a, a + bytes) where `owner` holds it, if the calling rank maps owner's segment,
 // its index lists a's block serving, and the range lies in it, aligned to `align`; otherwise false,
 // and the operation takes the locked path (which names any fault).
-bool gas_pin_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
+bool gas_visit_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
 // The same where a block that has not moved is: on the calling rank, then at its home. No lock.
-bool gas_pin_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
+bool gas_visit_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
 // Ends the visit: before the operation's result is delivered, so a visit never waits.
-void gas_unpin_at(const gas_spot& s);
+void gas_end_visit(const gas_spot& s);
 
 // A guard against a routing fault looping forever. An operation only bounces while its block keeps
 // moving (each move can send it back to the home once), so the bound must exceed the moves of one
@@ -64,28 +64,28 @@ inline constexpr std::uint8_t gas_max_hops = 250;
 // Where an operation may run: on any rank that maps the owner's segment (data operations, which
 // only touch the block, like delegates), or only on the rank that holds the block (parcels and
 // owner queries, whose actions see the owner's rank_me() and spawn work there). where_mapped_not_near:
-// as where_mapped, for a caller that has tried gas_pin_near itself.
+// as where_mapped, for a caller that has tried gas_visit_near itself.
 enum class gas_runs : std::uint8_t { where_mapped, where_mapped_not_near, at_owner };
 
-// Runs op on a block held by a visit (gas_pin_at, gas_pin_near), on the calling thread; the visit
+// Runs op on a block held by a visit (gas_visit_at, gas_visit_near), on the calling thread; the visit
 // ends before the sink hears of the result, since delivering it may start another operation.
 template <serialised S, class T, class Op, class Sink, class... A>
-void gas_run_pinned(const gas_spot& spot, const Op& op, const Sink& sink, A&... args) {
+void gas_run_visiting(const gas_spot& spot, const Op& op, const Sink& sink, A&... args) {
   using R = home_result_t<Op, T, A...>;
   Op f = op;
   T* target = reinterpret_cast<T*>(spot.where);
   try {
     if constexpr (std::is_void_v<R>) {
       apply_here<S>(target, spot.owner, spot.owner_address, f, args...);
-      gas_unpin_at(spot);
+      gas_end_visit(spot);
       sink.done();
     } else {
       R result = apply_here<S>(target, spot.owner, spot.owner_address, f, args...);
-      gas_unpin_at(spot);
+      gas_end_visit(spot);
       sink.done(std::move(result));
     }
   } catch (const std::exception& e) {
-    gas_unpin_at(spot);
+    gas_end_visit(spot);
     sink.fail(threw_text(home_op::gas, spot.owner, e), home_op::gas);
   }
 }
@@ -95,8 +95,9 @@ void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, cons
   static_assert(shippable<Op>,
                 "rill::gas: the operation must be a function or a lambda whose captures are trivially copyable");
   // At the origin, first where a block that never moved is, without the lock.
-  if (gas_spot spot; W == gas_runs::where_mapped && hops == 0 && gas_pin_near(a, count * sizeof(T), alignof(T), spot)) {
-    gas_run_pinned<S, T>(spot, op, sink, args...);
+  if (gas_spot spot;
+      W == gas_runs::where_mapped && hops == 0 && gas_visit_near(a, count * sizeof(T), alignof(T), spot)) {
+    gas_run_visiting<S, T>(spot, op, sink, args...);
     return;
   }
   std::string why;
@@ -118,11 +119,11 @@ void gas_route(gaddr a, std::uint64_t count, std::uint8_t hops, int origin, cons
         return;
       }
       case gas_next::forward:
-        // At the origin, a block held by a rank whose segment this one maps is reached there, pinned
-        // like the owner pins it, without a message.
+        // At the origin, a block held by a rank whose segment this one maps is reached there, in a
+        // visit, without a message.
         if (gas_spot spot;
-            W != gas_runs::at_owner && hops == 0 && gas_pin_at(d.rank, a, count * sizeof(T), alignof(T), spot)) {
-          gas_run_pinned<S, T>(spot, op, sink, args...);
+            W != gas_runs::at_owner && hops == 0 && gas_visit_at(d.rank, a, count * sizeof(T), alignof(T), spot)) {
+          gas_run_visiting<S, T>(spot, op, sink, args...);
           return;
         }
         if (hops >= gas_max_hops) {
