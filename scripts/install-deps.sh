@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential g++ cmake ninja-build ccache pkg-config
+  mold                                # a faster linker (RILL_USE_MOLD)
   libboost-context-dev
   libopenmpi-dev openmpi-bin          # the default MPI (highest alternatives priority on Debian)
   mpich libmpich-dev                  # kept working too; its lower priority leaves mpicxx/mpirun to OpenMPI

@@ -16,7 +16,6 @@
 namespace rill::detail {
 namespace {
 
-constexpr const char* what = "rill::launch";
 // Fold instances kept per tree for reuse: enough for a few index launches' worth of reductions.
 constexpr std::size_t max_spare_folds = 256;
 
@@ -219,16 +218,16 @@ void launch_analysis::report_counters(counter_report& out) {
 }
 
 const region_path& launch_analysis::path_to(region r) {
-  if (!r.exists()) throw misuse_error(fmt::format("{}: a requirement names no region", what));
+  if (!r.exists()) throw misuse_error(fmt::format("{}: a requirement names no region", launch_api));
   if (auto known = paths_.find(r.id()); known != paths_.end()) return known->second;
-  auto& forest = forest_here(what);
+  auto& forest = forest_here(launch_api);
   // (Overlap tests later need no fetch: every node up to the root is here.)
-  region_path path{forest.node(r.id(), what)};
-  while (path.back()->parent_region != 0) path.push_back(forest.node(path.back()->parent_region, what));
+  region_path path{forest.node(r.id(), launch_api)};
+  while (path.back()->parent_region != 0) path.push_back(forest.node(path.back()->parent_region, launch_api));
   std::reverse(path.begin(), path.end());
   if (destroyed_.contains(path.front()->id))
-    throw misuse_error(fmt::format("{}: region {:#x} is in the tree of region {:#x}, which was destroyed", what, r.id(),
-                                   path.front()->id));
+    throw misuse_error(fmt::format("{}: region {:#x} is in the tree of region {:#x}, which was destroyed", launch_api,
+                                   r.id(), path.front()->id));
   return paths_.emplace(r.id(), std::move(path)).first->second;
 }
 
@@ -259,7 +258,7 @@ int launch_analysis::choose_rank(const std::vector<requirement>& reqs, std::span
   const mapping_query query{reqs, valid_bytes_, color};
   if (!mapper_) return default_mapper().map_task(query);
   const int rank = mapper_->map_task(query);
-  if (rank < 0 || rank >= n) throw misuse_error(fmt::format("{}: the mapper chose rank {} of {}", what, rank, n));
+  if (rank < 0 || rank >= n) throw misuse_error(fmt::format("{}: the mapper chose rank {} of {}", launch_api, rank, n));
   return rank;
 }
 
@@ -378,7 +377,7 @@ void launch_analysis::bring_in(tree_state& tree, const region_path& path, std::s
       small_vector<event, 8> pre{after, from.made, to.made, v->second.ready, mine.ready, take_reads(mine)};
       for (const conflict& c : earlier)
         if (tree_state::spaces_meet(c.at->space, over)) pre.push_back(c.done);
-      const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {}, merge(pre), what);
+      const event copied = transfer_padded(from.inst, {f}, to.inst, {f}, &over, node.dims, {}, merge(pre), launch_api);
       note_use(tree, k, copied);
       note_read(v->second, copied);
       copies_.fetch_add(1, std::memory_order_relaxed);
@@ -460,7 +459,7 @@ void launch_analysis::apply_pending(tree_state& tree, const region_path& path, s
         tracked_instance& to = tree.instances[home];
         valid_points& v = to.valid[f];
         const event applied = transfer_padded(p.fold, {f}, to.inst, {f}, &over, p.dims, p.op->apply,
-                                              merge(p.ready, to.made, v.ready, take_reads(v)), what);
+                                              merge(p.ready, to.made, v.ready, take_reads(v)), launch_api);
         v.ready = merge(v.ready, applied);
         return applied;
       });
@@ -522,12 +521,12 @@ std::vector<std::vector<field_id>> launch_analysis::sorted_fields(const std::vec
     const std::uint64_t id = r.reg.exists() ? r.reg.id() : r.part.id();
     std::vector<field_id> f = r.fields;
     std::sort(f.begin(), f.end());
-    if (f.empty()) throw misuse_error(fmt::format("{}: a requirement on {:#x} names no field", what, id));
+    if (f.empty()) throw misuse_error(fmt::format("{}: a requirement on {:#x} names no field", launch_api, id));
     if (std::adjacent_find(f.begin(), f.end()) != f.end())
-      throw misuse_error(fmt::format("{}: a requirement on {:#x} names a field twice", what, id));
+      throw misuse_error(fmt::format("{}: a requirement on {:#x} names a field twice", launch_api, id));
     if (r.priv == privilege::reduce && !r.redop)
-      throw misuse_error(
-          fmt::format("{}: a reduce requirement on {:#x} names no operator (use rill::reduce_with<Op>())", what, id));
+      throw misuse_error(fmt::format(
+          "{}: a reduce requirement on {:#x} names no operator (use rill::reduce_with<Op>())", launch_api, id));
     fields.push_back(std::move(f));
   }
   return fields;
@@ -536,18 +535,18 @@ std::vector<std::vector<field_id>> launch_analysis::sorted_fields(const std::vec
 void launch_analysis::check_fields(const requirement& r, const region_node& node, const std::vector<field_id>& fields) {
   for (field_id id : fields) {
     if (!node.fields.has(id))
-      throw misuse_error(fmt::format("{}: field {} is not in region {:#x}", what, id, r.reg.id()));
+      throw misuse_error(fmt::format("{}: field {} is not in region {:#x}", launch_api, id, r.reg.id()));
     if (r.priv == privilege::reduce && node.fields.bytes_of(id) != r.redop->lhs_bytes)
       throw misuse_error(
-          fmt::format("{}: field {} of region {:#x} holds {} bytes, but the reduction operator reduces into {}", what,
-                      id, r.reg.id(), node.fields.bytes_of(id), r.redop->lhs_bytes));
+          fmt::format("{}: field {} of region {:#x} holds {} bytes, but the reduction operator reduces into {}",
+                      launch_api, id, r.reg.id(), node.fields.bytes_of(id), r.redop->lhs_bytes));
   }
 }
 
 launch_plan launch_analysis::plan(const std::vector<requirement>& reqs, event after, bool travels) {
   for (const requirement& r : reqs)
     if (r.part.exists() && !r.reg.exists())
-      throw misuse_error(fmt::format("{}: a requirement on a partition belongs in an index launch", what));
+      throw misuse_error(fmt::format("{}: a requirement on a partition belongs in an index launch", launch_api));
   turn in_turn(*this);
   caller_context();
   const std::vector<std::vector<field_id>> fields = sorted_fields(reqs);
@@ -574,7 +573,7 @@ void launch_analysis::check_index_over(partition over, const std::vector<require
 void launch_analysis::check_place(const requirement& r, const region_node& node, const tree_state& tree,
                                   const std::vector<field_id>& fields, std::size_t index, bool copy) {
   if (ctx_->parent) check_within_parent(*ctx_->parent, r, node, fields, index, copy);
-  if (!tree.attachments.empty()) refuse_on_attached(tree, node, fields, r.priv, copy ? "rill::copy" : what);
+  if (!tree.attachments.empty()) refuse_on_attached(tree, node, fields, r.priv, copy ? "rill::copy" : launch_api);
 }
 
 event launch_analysis::plan_index(partition over, const std::vector<requirement>& reqs, event after, bool travels,
@@ -635,7 +634,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
     throw misuse_error(
         fmt::format("{}: the task was mapped to rank {}, but its callable has captures that are not "
                     "trivially copyable and can run only on the calling rank",
-                    what, rank));
+                    launch_api, rank));
 
   launch_plan out{rank, event::none(), {}, spawn_event(rank), event::none()};
   small_vector<event> given_back{out.done};  // the task, then its writes back
@@ -671,7 +670,7 @@ launch_plan launch_analysis::plan_point(const std::vector<requirement>& reqs,
       const bool clash = reduce_i || reduce_j ? reduce_i && reduce_j && reqs[i].redop->id != reqs[j].redop->id
                                               : homes[i] != homes[j] && (writes(reqs[i].priv) || writes(reqs[j].priv));
       if (clash && regions_overlap(reqs[i].reg, reqs[j].reg))
-        throw misuse_error(fmt::format("{}: requirements {} and {} share points and fields, and {}", what, i, j,
+        throw misuse_error(fmt::format("{}: requirements {} and {} share points and fields, and {}", launch_api, i, j,
                                        reduce_i && reduce_j
                                            ? "reduce with different operators"
                                            : "one of them writes, but they map to different instances"));
@@ -872,7 +871,7 @@ std::uint32_t launch_analysis::shape_of(const std::vector<requirement>& reqs,
 }
 
 launch_plan plan_launch(const std::vector<requirement>& reqs, event after, bool travels) {
-  return analysis_here(what).plan(reqs, after, travels);
+  return analysis_here(launch_api).plan(reqs, after, travels);
 }
 
 event plan_index_launch(partition over, const std::vector<requirement>& reqs, event after, bool travels,
@@ -882,7 +881,7 @@ event plan_index_launch(partition over, const std::vector<requirement>& reqs, ev
 
 void refuse_planned(event done, const char* reason) {
   event_poison(done, std::make_shared<const poison_info>(
-                         poison_info{std::string("the task could not be spawned: ") + reason, rank_me(), what}));
+                         poison_info{std::string("the task could not be spawned: ") + reason, rank_me(), launch_api}));
 }
 
 }  // namespace rill::detail

@@ -27,6 +27,9 @@
 
 namespace rill::detail {
 
+// The name errors of launches and sub-launches give for the API that failed.
+inline constexpr const char* launch_api = "rill::launch";
+
 class launch_analysis final : public rank_module {
  public:
   explicit launch_analysis(const rill::config& cfg);

@@ -18,8 +18,6 @@
 namespace rill::detail {
 namespace {
 
-constexpr const char* what = "rill::launch";
-
 const char* name_of(privilege p) {
   switch (p) {
     case privilege::read_only: return "read_only";
@@ -59,7 +57,7 @@ void launched_body::end(std::exception_ptr error) {
   // (A task resumes on the fiber it started on.)
   current_worker()->current_fiber()->task.launch_parent = outer_;
   if (context) {
-    launch_analysis& analysis = analysis_here(what);
+    launch_analysis& analysis = analysis_here(launch_api);
     const event closed = analysis.close(*this, error != nullptr);
     try {
       closed.wait();
@@ -147,7 +145,7 @@ void launch_analysis::check_within_parent(const launched_body& parent, const req
   // A sibling's read applies a sub-launch's pending reduction to the instance it reads: that must
   // be one the parent may write. Under a writable region it is; under a reduction alone, the
   // values are meant for the parent's fold, and a read-only instance must not receive them.
-  const char* const how = copy ? "rill::copy" : what;
+  const char* const how = copy ? "rill::copy" : launch_api;
   const char* const kind = copy ? "copy in a launched task" : "sub-launch";
   if (within && reduces && !within_writable && read_only_met)
     throw misuse_error(
@@ -182,7 +180,8 @@ event launch_analysis::close(launched_body& body, bool failed) {
         (void)apply_unapplied(
             tree, f, path.back()->space, [&](const pending_reduction& p) { return p.op->id == held.redop; },
             [&](const pending_reduction& p, const index_space<3>& over) {
-              done.push_back(transfer_padded(p.fold, {f}, held.inst, {f}, &over, p.dims, p.op->fold, p.ready, what));
+              done.push_back(
+                  transfer_padded(p.fold, {f}, held.inst, {f}, &over, p.dims, p.op->fold, p.ready, launch_api));
               return done.back();
             });
       });
