@@ -1,4 +1,4 @@
-#include "global/gas_index.hpp"
+#include "global/gas_visitors.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -20,12 +20,6 @@ std::uint64_t gas_visitors::elsewhere() const {
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < n; ++i) sum += word[i].elsewhere.load(std::memory_order_relaxed);
   return sum;
-}
-
-gas_index gas_index::in(const segment_view& v) {
-  if (!v.mapped()) return {};
-  return {reinterpret_cast<gas_slot*>(v.local_base() + segment_layout::gas_index_offset(v.size())),
-          segment_layout::gas_slots(v.size())};
 }
 
 void gas_index::clear() {
@@ -58,21 +52,9 @@ void gas_index::remove(gas_slot* s) {
   s->key.store(gas_slot::removed, std::memory_order_seq_cst);
 }
 
-const gas_slot* gas_index::find(std::uint64_t key) const {
-  if (!slots_) return nullptr;
-  for (std::size_t i = 0, at = home_slot(key); i < probes; ++i, at = (at + 1) & mask_) {
-    const gas_slot& s = slots_[at];
-    const std::uint64_t k = s.key.load(std::memory_order_seq_cst);
-    if (k == gas_slot::empty) return nullptr;
-    if (k != key) continue;
-    if (s.state.load(std::memory_order_seq_cst) & gas_slot::frozen_bit) return nullptr;
-    // Serving, and still this block's: the state was not a refill's (see the header).
-    return s.key.load(std::memory_order_seq_cst) == key ? &s : nullptr;
-  }
-  return nullptr;
-}
-
 void wait_for_visitors(std::span<gas_visitors* const> ranks) {
+  // The frozen bit is set: every visit that opened without seeing it is visible after this.
+  heavy_fence();
   for (gas_visitors* v : ranks) {
     if (!v) continue;
     const std::size_t n = std::min<std::size_t>(v->claimed.load(std::memory_order_acquire), gas_visitors::words);

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "global/gas_index.hpp"
+#include "global/gas_visitors.hpp"
 #include "global/global_module.hpp"
 #include "rill/detail/address_map.hpp"
 #include "rill/gas.hpp"
@@ -309,31 +309,15 @@ void gas_unpin(void* block) { gas_table::unpin(static_cast<gas_block*>(block)); 
 
 namespace {
 
-// The calling thread's visit word (gas_index.hpp), claimed in its rank's segment on its first
-// visit; nullptr if it could not claim one. A worker never changes rank.
+// The calling thread's visit word (rill/detail/gas_index.hpp), claimed in its rank's segment on
+// its first visit; nullptr if it could not claim one. A worker never changes rank.
 gas_visit_word* visit_word(const address_map& map) {
-  thread_local gas_visit_word* word = nullptr;
   thread_local bool claimed = false;
   if (!claimed) [[unlikely]] {
     claimed = true;
-    if (gas_visitors* v = gas_visitors::in(map.addressable[map.me])) word = v->claim();
+    if (gas_visitors* v = gas_visitors::in(map.addressable[map.me])) tls_visit_word = v->claim();
   }
-  return word;
-}
-
-// Inside an open visit: [a, a + bytes) in `owner`'s block, if owner's index lists it serving.
-bool found_at(const address_map& map, int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
-  if (owner < 0 || owner >= map.ranks) return false;
-  const segment_view& view = map.addressable[owner];
-  if (!view.mapped()) return false;
-  const gas_slot* slot = gas_index::in(view).find(a.block().bits());
-  if (!slot) return false;
-  const std::uint64_t at = a.byte_in_block(), size = slot->bytes.load(std::memory_order_relaxed);
-  if (bytes > size || at > size - bytes || (a.offset() & (align - 1)) != 0) return false;
-  out.owner_address = view.owner_base() + slot->offset.load(std::memory_order_relaxed) + at;
-  out.where = static_cast<std::byte*>(view.translate(out.owner_address));
-  out.owner = owner;
-  return true;
+  return tls_visit_word;
 }
 
 // Opens a visit, looks for a's block at each of `ranks` (skipping -1 and repeats) in turn, and
@@ -345,9 +329,9 @@ bool visit(const address_map& map, std::initializer_list<int> ranks, gaddr a, st
   const std::uint64_t entered = open_visit(*word);
   int tried = -1;
   for (int r : ranks) {
-    if (r < 0 || r == tried) continue;
+    if (r < 0 || r >= map.ranks || r == tried) continue;
     tried = r;
-    if (found_at(map, r, a, bytes, align, out)) {
+    if (gas_found_at(map, r, a, bytes, align, out)) {
       out.visit_word = word;
       out.entered = entered;
       if (out.owner != map.me) word->count_elsewhere();
@@ -383,14 +367,14 @@ bool gas_visit_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, 
   return true;
 }
 
-bool gas_visit_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
+bool gas_visit_elsewhere(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
   const address_map& map = address_map_here("rill::gas");
   const owner_guess& g = guess_for(a);
-  const bool guessed = g.block == a.block().bits() && g.epoch == table().guess_epoch();
-  return visit(map, {map.me, a.home(map.ranks), guessed ? g.owner : -1}, a, bytes, align, out);
+  const int guessed = g.block == a.block().bits() && g.epoch == table().guess_epoch() ? g.owner : -1;
+  // A thread that had a word has looked here and at the home already (gas_visit_near).
+  if (tls_visit_word) return guessed >= 0 && visit(map, {guessed}, a, bytes, align, out);
+  return visit(map, {map.me, a.home(map.ranks), guessed}, a, bytes, align, out);
 }
-
-void gas_end_visit(const gas_spot& s) { close_visit(*static_cast<gas_visit_word*>(s.visit_word), s.entered); }
 
 void gas_tell_owner(int origin, gaddr a) {
   if (origin == rank_me()) return;

@@ -163,7 +163,7 @@ gas_resolution gas_table::freeze(gaddr a, int hops, std::function<void(gas_block
       return r;
     }
     // Once the owner's pins have drained, the visits other threads opened before the frozen bit
-    // (gas_index.hpp) must end too: they are few and short.
+    // (rill/detail/gas_index.hpp) must end too: they are few and short.
     b->on_drained = [this, leave, b] {
       wait_for_visitors(visitors_);
       leave(b);

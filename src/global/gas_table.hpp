@@ -5,7 +5,7 @@
 // A block held here can be pinned (operations on it run) or frozen (it is leaving: moving or being
 // freed). Freezing waits for the pins to drain; operations that find a block frozen are parked
 // and routed again once it has gone, so none is lost or applied twice. A block is also listed in
-// the index in the rank's segment (gas_index.hpp): ranks that map the segment find it there and run
+// the index in the rank's segment (rill/detail/gas_index.hpp): ranks that map the segment find it there and run
 // operations on the spot, in visits that a move or free waits for as it waits for pins.
 #pragma once
 
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/spinlock.hpp"
-#include "global/gas_index.hpp"
+#include "global/gas_visitors.hpp"
 #include "global/translation_cache.hpp"
 #include "rill/config.hpp"
 #include "rill/gaddr.hpp"
@@ -83,7 +83,7 @@ class gas_table {
   // Ends a pin; runs the freeze's continuation if this was the last pin of a frozen block.
   static void unpin(gas_block* b);
   // The index in this rank's segment, where the segment starts, and the visit words of every rank
-  // that maps it (gas_index.hpp); once, at start-up.
+  // that maps it (rill/detail/gas_index.hpp); once, at start-up.
   void set_index(gas_index index, std::byte* segment_base, gas_visitors* own, std::vector<gas_visitors*> visitors);
 
   // Freezing for a move or a free: resolve's answer, except that `run` means the block is now

@@ -1,5 +1,7 @@
 #include "global/global_module.hpp"
 
+#include "rill/detail/asymmetric_fence.hpp"
+
 namespace rill::detail {
 
 void global_module::set_segments(std::byte* memory, std::size_t bytes, std::size_t global_heap_bytes,
@@ -16,7 +18,9 @@ void global_module::set_segments(std::byte* memory, std::size_t bytes, std::size
     else if (shared_segments_ && v.mapped())
       addressable_[static_cast<std::size_t>(r)] = v;
   }
-  addresses_ = {size_, id_, every_tag_, addressable_.data(), global_heap_bases_.data()};
+  gas_indexes_.clear();
+  for (const segment_view& v : addressable_) gas_indexes_.push_back(gas_index::in(v));
+  addresses_ = {size_, id_, every_tag_, addressable_.data(), global_heap_bases_.data(), gas_indexes_.data()};
   // This rank's visit words start unclaimed and even; its threads claim them on their first visit,
   // after start-up. A freeze here reads those of every rank that may visit this rank's blocks.
   gas_visitors* own = gas_visitors::in(segment_->view());
@@ -25,6 +29,8 @@ void global_module::set_segments(std::byte* memory, std::size_t bytes, std::size
     w.sequence.store(0, std::memory_order_relaxed);
     w.elsewhere.store(0, std::memory_order_relaxed);
   }
+  // Before any visit: visits then open with a compiler barrier, freezes pay a membarrier.
+  enable_light_fences();
   std::vector<gas_visitors*> visitors;
   for (const segment_view& v : addressable_)
     if (gas_visitors* w = gas_visitors::in(v)) visitors.push_back(w);

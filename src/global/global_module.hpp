@@ -60,6 +60,7 @@ class global_module final : public rank_module {
   const bool shared_segments_;
   const bool every_tag_;
   std::vector<segment_view> addressable_;  // by rank; unmapped where this rank does not address it
+  std::vector<gas_index> gas_indexes_;     // by rank; the index in each addressable segment
   std::vector<std::uintptr_t> global_heap_bases_;
   address_map addresses_;
   std::unique_ptr<symmetric_heap> global_heap_;

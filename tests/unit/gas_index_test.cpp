@@ -1,8 +1,11 @@
-// The index of AGAS blocks in a rank's segment and the visits that reach them (src/global/
-// gas_index.hpp): lookups of serving, frozen, removed and refilled slots, a full neighbourhood,
-// visit words, and visitors finding a block while its owner moves it out and back in -- a visit
-// that found the block must always see its current place, because the owner waits for it.
-#include "global/gas_index.hpp"
+// The index of AGAS blocks in a rank's segment and the visits that reach them
+// (rill/detail/gas_index.hpp, src/global/gas_visitors.hpp): lookups of serving, frozen, removed and refilled slots, a
+// full neighbourhood, visit words, and visitors finding a block while its owner moves it out and back in -- a visit
+// that found the block must always see its current place, because the owner waits for it, with
+// sequentially consistent stores and with asymmetric fences.
+#include "global/gas_visitors.hpp"
+
+#include "rill/detail/asymmetric_fence.hpp"
 
 #include <gtest/gtest.h>
 
@@ -99,7 +102,7 @@ TEST(GasIndex, VisitWordsAreClaimedOnceEachAndRunOut) {
 // The owner moves one block out and back in, at a new offset each time, while visitors look it up
 // by its key. A visitor that found it reads the offset the owner published for the block's current
 // stay: the owner waits for the visits open when it froze the block before the block leaves.
-TEST(GasIndex, VisitorsFindTheBlockWhileTheOwnerMovesItOutAndBackIn) {
+void visitors_find_the_block_while_the_owner_moves_it() {
   index_memory m(256);
   auto visitors = std::make_unique<gas_visitors>();
   const std::vector<gas_visitors*> node{visitors.get()};
@@ -144,6 +147,19 @@ TEST(GasIndex, VisitorsFindTheBlockWhileTheOwnerMovesItOutAndBackIn) {
   for (auto& t : threads) t.join();
   EXPECT_GT(found.load(), 0u) << "the visitors found the block at some of its stays";
   EXPECT_EQ(stale_offsets.load(), 0u) << "a visit that found the block saw an offset of another stay";
+}
+
+// Sequentially consistent on both sides (the runtime's choice when the kernel offers no membarrier; a
+// process starts so, and ctest runs each test in a process of its own)...
+TEST(GasIndex, VisitorsFindTheBlockWhileTheOwnerMovesItOutAndBackIn) {
+  visitors_find_the_block_while_the_owner_moves_it();
+}
+
+// ...and with plain stores behind a compiler barrier on the visitors' side, the owner's membarrier pairing with it
+// (where the kernel offers it: otherwise this is the test above again).
+TEST(GasIndex, VisitorsFindTheBlockWithLightFencesOnTheirSide) {
+  rill::detail::enable_light_fences();
+  visitors_find_the_block_while_the_owner_moves_it();
 }
 
 }  // namespace

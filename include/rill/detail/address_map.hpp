@@ -16,6 +16,8 @@
 
 namespace rill::detail {
 
+class gas_index;
+
 struct address_map {
   int ranks = 0;
   int me = 0;             // the rank whose map this is
@@ -25,6 +27,9 @@ struct address_map {
   const segment_view* addressable = nullptr;
   // By rank: where its part of the global heap starts, in its address space.
   const std::uintptr_t* global_heap_bases = nullptr;
+  // By rank: the index of AGAS blocks in its segment, empty where this rank does not address it
+  // (rill/detail/gas_index.hpp).
+  const gas_index* gas_indexes = nullptr;
 
   // The element [tagged, +bytes) of `rank`'s segment as a plain pointer here, if this rank
   // addresses that segment and the range passes its checks; nullptr otherwise (the caller's slow

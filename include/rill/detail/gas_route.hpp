@@ -5,7 +5,7 @@
 // gone), or fail it (a freed, unknown or out-of-range address). When an operation had to be sent
 // on, the rank that ran it tells the origin where the block is, so the next one goes straight there.
 // An origin that maps the segment of the rank that holds the block runs a data operation itself, in
-// a visit that the block's moves wait for (src/global/gas_index.hpp; gas_visit_near, gas_visit_at).
+// a visit that the block's moves wait for (rill/detail/gas_index.hpp; gas_visit_near, gas_visit_at).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,9 @@
 #include <utility>
 
 #include "rill/am.hpp"
+#include "rill/detail/address_map.hpp"
 #include "rill/detail/at_home.hpp"
+#include "rill/detail/gas_index.hpp"
 #include "rill/gaddr.hpp"
 
 namespace rill::detail {
@@ -37,24 +39,63 @@ void gas_unpin(void* block);
 // Tells `origin` that a's block is on the calling rank (a message, unless origin is this rank).
 void gas_tell_owner(int origin, gaddr a);
 
-// A block found through the index in a segment the calling rank maps (src/global/gas_index.hpp),
+// A block found through the index in a segment the calling rank maps (rill/detail/gas_index.hpp),
 // held where it is by an open visit of the calling thread: the range's first byte here, and in the
 // owner's address space.
 struct gas_spot {
   std::byte* where;
   std::uintptr_t owner_address;
   int owner;
-  void* visit_word;
+  gas_visit_word* visit_word;
   std::uint64_t entered;
 };
-// Opens a visit to [a, a + bytes) where `owner` holds it, if the calling rank maps owner's segment,
-// its index lists a's block serving, and the range lies in it, aligned to `align`; otherwise false,
-// and the operation takes the locked path (which names any fault).
+
+// Inside an open visit: [a, a + bytes) where `owner` holds it, if the calling rank maps owner's
+// segment, its index lists a's block serving, and the range lies in it, aligned to `align`.
+[[gnu::always_inline]] inline bool gas_found_at(const address_map& map, int owner, gaddr a, std::uint64_t bytes,
+                                                std::uint64_t align, gas_spot& out) {
+  const gas_slot* slot = map.gas_indexes[owner].find(a.block().bits());
+  if (!slot) return false;
+  const std::uint64_t at = a.byte_in_block(), size = slot->bytes.load(std::memory_order_relaxed);
+  if (bytes > size || at > size - bytes || (a.offset() & (align - 1)) != 0) return false;
+  const segment_view& view = map.addressable[owner];
+  out.owner_address = view.owner_base() + slot->offset.load(std::memory_order_relaxed) + at;
+  out.where = static_cast<std::byte*>(view.translate(out.owner_address));
+  out.owner = owner;
+  return true;
+}
+
+// Opens a visit to [a, a + bytes) where `owner` holds it (see gas_found_at); otherwise false, and
+// the operation takes the locked path (which names any fault).
 bool gas_visit_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
-// The same where a block that has not moved is: on the calling rank, then at its home. No lock.
-bool gas_visit_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
+// gas_visit_near's slow half: a thread's first visit (it claims its visit word), and a block the
+// thread last found away from its home.
+bool gas_visit_elsewhere(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
+
+// A visit where a block that has not moved is: on the calling rank, then at its home. No lock, no
+// call and no locked instruction when it is found there.
+[[gnu::always_inline]] inline bool gas_visit_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
+  const address_map* map = tls_address_map;
+  gas_visit_word* word = tls_visit_word;
+  if (!map || !word) [[unlikely]]
+    return gas_visit_elsewhere(a, bytes, align, out);
+  const std::uint64_t entered = open_visit(*word);
+  // A malformed address may name a home past the ranks: the locked path names that fault.
+  const int home = a.home(map->ranks);
+  if (gas_found_at(*map, map->me, a, bytes, align, out) ||
+      (static_cast<unsigned>(home) < static_cast<unsigned>(map->ranks) &&
+       gas_found_at(*map, home, a, bytes, align, out))) {
+    out.visit_word = word;
+    out.entered = entered;
+    if (out.owner != map->me) word->count_elsewhere();
+    return true;
+  }
+  close_visit(*word, entered);
+  return gas_visit_elsewhere(a, bytes, align, out);
+}
+
 // Ends the visit: before the operation's result is delivered, so a visit never waits.
-void gas_end_visit(const gas_spot& s);
+inline void gas_end_visit(const gas_spot& s) { close_visit(*s.visit_word, s.entered); }
 
 // A guard against a routing fault looping forever. An operation only bounces while its block keeps
 // moving (each move can send it back to the home once), so the bound must exceed the moves of one

@@ -25,7 +25,7 @@ inline constexpr std::size_t summary_page = 256;
 constexpr std::size_t summary_bytes(std::size_t segment) {
   return ((tag_bytes(segment) + summary_page - 1) / summary_page + 63) / 64 * 64;
 }
-// The index of the AGAS blocks the rank holds (src/global/gas_index.hpp): a 32-byte slot per block,
+// The index of the AGAS blocks the rank holds (rill/detail/gas_index.hpp): a 32-byte slot per block,
 // a slot per 16 KiB of segment, between 256 and 65,536 (a power of two). A block that finds no
 // slot is reached by messages only. After it, the visit words of the rank's threads: a line per
 // thread that runs operations on the spot (the first line counts them), 63 at most.
