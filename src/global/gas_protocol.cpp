@@ -332,9 +332,7 @@ bool visit(const address_map& map, std::initializer_list<int> ranks, gaddr a, st
     if (r < 0 || r >= map.ranks || r == tried) continue;
     tried = r;
     if (gas_found_at(map, r, a, bytes, align, out)) {
-      out.visit_word = word;
-      out.entered = entered;
-      if (out.owner != map.me) word->count_elsewhere();
+      gas_keep_visit(out, word, entered, map.me);
       return true;
     }
   }

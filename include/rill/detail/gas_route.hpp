@@ -65,6 +65,13 @@ struct gas_spot {
   return true;
 }
 
+// Keeps the visit `word` opened (at `entered`) for the block gas_found_at put in `out`.
+inline void gas_keep_visit(gas_spot& out, gas_visit_word* word, std::uint64_t entered, int me) {
+  out.visit_word = word;
+  out.entered = entered;
+  if (out.owner != me) word->count_elsewhere();
+}
+
 // Opens a visit to [a, a + bytes) where `owner` holds it (see gas_found_at); otherwise false, and
 // the operation takes the locked path (which names any fault).
 bool gas_visit_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
@@ -80,14 +87,15 @@ bool gas_visit_elsewhere(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_
   if (!map || !word) [[unlikely]]
     return gas_visit_elsewhere(a, bytes, align, out);
   const std::uint64_t entered = open_visit(*word);
-  // A malformed address may name a home past the ranks: the locked path names that fault.
-  const int home = a.home(map->ranks);
-  if (gas_found_at(*map, map->me, a, bytes, align, out) ||
-      (static_cast<unsigned>(home) < static_cast<unsigned>(map->ranks) &&
-       gas_found_at(*map, home, a, bytes, align, out))) {
-    out.visit_word = word;
-    out.entered = entered;
-    if (out.owner != map->me) word->count_elsewhere();
+  // The home's division only when the block is not here. A malformed address may name a home past
+  // the ranks: the locked path names that fault.
+  if (gas_found_at(*map, map->me, a, bytes, align, out)) {
+    gas_keep_visit(out, word, entered, map->me);
+    return true;
+  }
+  if (const int home = a.home(map->ranks); static_cast<unsigned>(home) < static_cast<unsigned>(map->ranks) &&
+                                           gas_found_at(*map, home, a, bytes, align, out)) {
+    gas_keep_visit(out, word, entered, map->me);
     return true;
   }
   close_visit(*word, entered);
