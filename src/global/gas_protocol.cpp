@@ -369,9 +369,9 @@ bool gas_visit_elsewhere(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_
   const address_map& map = address_map_here("rill::gas");
   const owner_guess& g = guess_for(a);
   const int guessed = g.block == a.block().bits() && g.epoch == table().guess_epoch() ? g.owner : -1;
-  // A thread that had a word has looked here and at the home already (gas_visit_near).
+  // A thread that had a word has looked at the home and here already (gas_visit_near).
   if (tls_visit_word) return guessed >= 0 && visit(map, {guessed}, a, bytes, align, out);
-  return visit(map, {map.me, a.home(map.ranks), guessed}, a, bytes, align, out);
+  return visit(map, {gas_home(map, a), map.me, guessed}, a, bytes, align, out);
 }
 
 void gas_tell_owner(int origin, gaddr a) {

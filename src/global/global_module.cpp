@@ -20,7 +20,13 @@ void global_module::set_segments(std::byte* memory, std::size_t bytes, std::size
   }
   gas_indexes_.clear();
   for (const segment_view& v : addressable_) gas_indexes_.push_back(gas_index::in(v));
-  addresses_ = {size_, id_, every_tag_, addressable_.data(), global_heap_bases_.data(), gas_indexes_.data()};
+  addresses_ = {size_,
+                id_,
+                every_tag_,
+                addressable_.data(),
+                global_heap_bases_.data(),
+                gas_indexes_.data(),
+                address_map::ranks_reciprocal(size_)};
   // This rank's visit words start unclaimed and even; its threads claim them on their first visit,
   // after start-up. A freeze here reads those of every rank that may visit this rank's blocks.
   gas_visitors* own = gas_visitors::in(segment_->view());

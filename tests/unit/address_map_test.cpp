@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "global/segment.hpp"
@@ -98,6 +99,28 @@ TEST(AddressMap, UntaggedPointersAreCheckedAgainstTheBounds) {
   const address_map m = s.map(true);
   const std::uintptr_t untagged = s.allocation + 30 * layout::granule;  // untagged memory, tag 0
   EXPECT_EQ(m.target(0, untagged, 8, 8), s.local + (untagged - s.owner));
+}
+
+// block_home is n % ranks for every 32-bit block number n, by multiplication: checked against the
+// division for rank counts up to 300 and the largest (the 16 bits of a global address' home), on
+// the numbers near the edges of the range and on random ones.
+TEST(AddressMap, BlockHomeIsTheBlockNumberModuloTheRanks) {
+  std::mt19937_64 random(12345);
+  std::vector<int> rank_counts;
+  for (int d = 1; d <= 300; ++d) rank_counts.push_back(d);
+  for (int d : {1023, 1024, 4095, 65535, 65536}) rank_counts.push_back(d);
+  for (int d : rank_counts) {
+    address_map m;
+    m.ranks = d;
+    m.ranks_inverse = address_map::ranks_reciprocal(d);
+    std::vector<std::uint32_t> numbers;
+    for (std::uint32_t n = 0; n < 1000; ++n) numbers.push_back(n);
+    for (std::uint32_t n = 0; n < 1000; ++n) numbers.push_back(0xffffffffu - n);
+    for (std::uint32_t k = 1; k < 32; ++k) numbers.push_back(std::uint32_t{1} << k);
+    for (int i = 0; i < 2000; ++i) numbers.push_back(static_cast<std::uint32_t>(random()));
+    for (std::uint32_t n : numbers)
+      ASSERT_EQ(m.block_home(n), static_cast<int>(n % static_cast<std::uint32_t>(d))) << n << " % " << d;
+  }
 }
 
 }  // namespace

@@ -30,6 +30,20 @@ struct address_map {
   // By rank: the index of AGAS blocks in its segment, empty where this rank does not address it
   // (rill/detail/gas_index.hpp).
   const gas_index* gas_indexes = nullptr;
+  // ranks_reciprocal(ranks): block_home's multiplier.
+  std::uint64_t ranks_inverse = 0;
+
+  // Lemire's fastmod (Lemire, Kaser, Kurz 2019): n % d for 32-bit n and d as two multiplications,
+  // with inverse = 2^64 / d rounded up. A cyclic allocation's home is block % ranks on every
+  // operation's path, and a 32-bit division there costs 25+ cycles of the chain that leads to the
+  // element's address.
+  static constexpr std::uint64_t ranks_reciprocal(int d) {
+    return ~std::uint64_t{0} / static_cast<std::uint32_t>(d) + 1;
+  }
+  [[gnu::always_inline]] int block_home(std::uint32_t block) const {
+    const std::uint64_t low = ranks_inverse * block;
+    return static_cast<int>((static_cast<unsigned __int128>(low) * static_cast<std::uint32_t>(ranks)) >> 64);
+  }
 
   // The element [tagged, +bytes) of `rank`'s segment as a plain pointer here, if this rank
   // addresses that segment and the range passes its checks; nullptr otherwise (the caller's slow

@@ -79,22 +79,29 @@ bool gas_visit_at(int owner, gaddr a, std::uint64_t bytes, std::uint64_t align, 
 // thread last found away from its home.
 bool gas_visit_elsewhere(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out);
 
-// A visit where a block that has not moved is: on the calling rank, then at its home. No lock, no
-// call and no locked instruction when it is found there.
+// a.home(map.ranks), by multiplication where the block number fits 32 bits (as it does but in a
+// heap of more than 2^32 blocks).
+[[gnu::always_inline]] inline int gas_home(const address_map& map, gaddr a) {
+  if (a.cyclic() && a.block_number() <= 0xffffffffu) [[likely]]
+    return map.block_home(static_cast<std::uint32_t>(a.block_number()));
+  return a.home(map.ranks);
+}
+
+// A visit where a block that has not moved is: at its home, then on the calling rank. The home
+// first: with P ranks, P - 1 of P operations on a spread allocation are for blocks elsewhere, and a
+// miss in the calling rank's index is a chain of loads in front of the element's. No lock, no call
+// and no locked instruction when the block is found. A malformed address may name a home past the
+// ranks: the locked path names that fault.
 [[gnu::always_inline]] inline bool gas_visit_near(gaddr a, std::uint64_t bytes, std::uint64_t align, gas_spot& out) {
   const address_map* map = tls_address_map;
   gas_visit_word* word = tls_visit_word;
   if (!map || !word) [[unlikely]]
     return gas_visit_elsewhere(a, bytes, align, out);
   const std::uint64_t entered = open_visit(*word);
-  // The home's division only when the block is not here. A malformed address may name a home past
-  // the ranks: the locked path names that fault.
-  if (gas_found_at(*map, map->me, a, bytes, align, out)) {
-    gas_keep_visit(out, word, entered, map->me);
-    return true;
-  }
-  if (const int home = a.home(map->ranks); static_cast<unsigned>(home) < static_cast<unsigned>(map->ranks) &&
-                                           gas_found_at(*map, home, a, bytes, align, out)) {
+  const int home = gas_home(*map, a);
+  if ((static_cast<unsigned>(home) < static_cast<unsigned>(map->ranks) &&
+       gas_found_at(*map, home, a, bytes, align, out)) ||
+      (home != map->me && gas_found_at(*map, map->me, a, bytes, align, out))) {
     gas_keep_visit(out, word, entered, map->me);
     return true;
   }
