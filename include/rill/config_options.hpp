@@ -68,10 +68,11 @@
   X(messages, "agg-idle-flush", agg_idle_flush, bool, true, on_off, from_config, per_rank,                            \
     "flush on idle: what a rank buffered leaves as soon as a worker runs out of work (off: only full or aged "        \
     "buffers leave, and rill::am::flush; measured by G4)")                                                            \
-  X(messages, "ranks-per-node", ranks_per_node, int, 1, number(1, 32767), from_config, same,                           \
+  X(messages, "ranks-per-node", ranks_per_node, int, 0, number(0, 32767), from_config, same,                           \
     "hierarchical aggregation: ranks form nodes of this many consecutive ranks, and a rank keeps one aggregation "    \
     "buffer per other node, not per rank there, which a rank of that node splits (1 = one buffer per destination "   \
-    "rank; on the local transport, nodes simulated in one process)")                                                  \
+    "rank; 0 = the launcher's nodes under mpi where each holds consecutive ranks, else 1; on the local transport, "   \
+    "nodes simulated in one process)")                                                                                \
   X(messages, "large-bytes", large_bytes, std::size_t, 16 * 1024, bytes(64, std::size_t{1} << 30), from_config, same, \
     "payloads above this size travel on their own, not copied into buffers")                                          \
   X(messages, "unresponsive-s", unresponsive_s, double, 0, seconds(0, 1e6), from_config, per_rank,                    \

@@ -7,7 +7,8 @@
 // whose messages are all for one rank goes to that rank; one with several goes to the sender's peer
 // on that node (the rank with the sender's index within its node), which splits it and forwards the
 // other ranks' messages to them (messages/routed_wire.hpp). So a rank keeps at most K + nodes - 1
-// buffers, however many ranks there are. K = 1 (the default) is one buffer per destination rank.
+// buffers, however many ranks there are. K = 1 is one buffer per destination rank (the default on
+// the local transport; under mpi the default is the launcher's nodes, src/transport/node_layout.hpp).
 #pragma once
 
 #include <algorithm>

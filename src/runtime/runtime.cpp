@@ -1,5 +1,6 @@
 #include "rill/runtime.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -15,6 +16,7 @@
 #include "machine/worker_binding.hpp"
 #include "messages/decoder.hpp"
 #include "messages/handler_table.hpp"
+#include "messages/wire_format.hpp"
 #include "rill/detail/segment_layout.hpp"
 #include "rill/error.hpp"
 #include "rill/launcher.hpp"
@@ -116,6 +118,8 @@ runtime::runtime(int& argc, char** argv) : impl_(std::make_unique<runtime_impl>(
           : detail::make_local_transport(cfg, detail::has_control_message);
   detail::install_fault_report();
   detail::set_fault_handler_names(&detail::handler_name);
+  if (cfg.ranks_per_node == 0)
+    cfg.ranks_per_node = std::min(impl_->transport->ranks_per_node(), detail::wire::max_ranks_per_node);
   if (!opts.was_given("workers")) cfg.workers = impl_->transport->cores_per_rank();
   // A channel that must share its rank's cores with every worker costs more in hand-offs than it
   // saves (R5 and COPY in docs/performance.md): by default there is one only if a core is left.

@@ -17,6 +17,7 @@
 #include "transport/clear_pages.hpp"
 #include "transport/launcher.hpp"
 #include "transport/mpi_endpoint.hpp"
+#include "transport/node_layout.hpp"
 #include "transport/private_memory.hpp"
 #include "transport/transport.hpp"
 
@@ -62,6 +63,7 @@ class mpi_transport final : public transport {
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &ranks_on_node_);
     MPI_Comm_rank(node, &node_index_);
+    ranks_per_node_ = launcher_ranks_per_node(node, cfg.ranks_per_node);
     ep_ = std::make_unique<mpi_endpoint>(comm_, cfg, deep);
     if (ranks_on_node_ > 1 && cfg.node_ring_bytes > 0) connect_node_rings(node, cfg.node_ring_bytes);
     MPI_Comm_free(&node);
@@ -84,6 +86,7 @@ class mpi_transport final : public transport {
     return std::max(1, cores / std::max(1, ranks_on_node_));
   }
   int node_index() const override { return node_index_; }
+  int ranks_per_node() const override { return ranks_per_node_; }
 
   std::vector<std::string> gather_from_all_ranks(const std::string& mine) override {
     int n = 0;
@@ -140,6 +143,26 @@ class mpi_transport final : public transport {
   void finish() override { ep_->finish(); }
 
  private:
+  // Collective: the launcher's nodes as nodes of consecutive ranks, if they are (node_layout.hpp).
+  // `asked` is --rill:ranks-per-node (0: automatic, which this serves).
+  int launcher_ranks_per_node(MPI_Comm node, int asked) {
+    int me = 0, n = 0, first = 0;
+    MPI_Comm_rank(comm_, &me);
+    MPI_Comm_size(comm_, &n);
+    check_mpi(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+    std::vector<int> first_of(static_cast<std::size_t>(n));
+    check_mpi(MPI_Allgather(&first, 1, MPI_INT, first_of.data(), 1, MPI_INT, comm_), "MPI_Allgather");
+    const int k = consecutive_ranks_per_node(first_of);
+    bool shared_nodes = false;
+    for (int r = 0; r < n; ++r) shared_nodes = shared_nodes || first_of[static_cast<std::size_t>(r)] != r;
+    if (asked == 0 && k == 1 && shared_nodes && me == 0)
+      log().warn(
+          "the launcher's nodes do not hold consecutive ranks, or differ in size: each rank keeps an "
+          "aggregation buffer per rank of other nodes; place ranks in blocks (mpirun --map-by core) or set "
+          "--rill:ranks-per-node");
+    return k;
+  }
+
   // This process' part of an MPI-3 shared-memory window over the node's processes, or nullptr
   // (alone on the node, or the library could not make one on some process: then none uses one).
   std::byte* shared_window(std::size_t bytes) {
@@ -306,6 +329,7 @@ class mpi_transport final : public transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int ranks_on_node_ = 1;
   int node_index_ = 0;
+  int ranks_per_node_ = 1;
   std::unique_ptr<mpi_endpoint> ep_;
 };
 

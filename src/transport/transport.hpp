@@ -107,6 +107,10 @@ class transport {
   virtual int cores_per_rank() const = 0;
   // This process's index among the processes of its node (mpi: its rank on the node; local: 0).
   virtual int node_index() const { return 0; }
+  // What --rill:ranks-per-node=0 (the default) becomes: under mpi the ranks of a node, if every
+  // node holds that many consecutive ranks (src/transport/node_layout.hpp), else 1; local: 1 (its
+  // nodes exist only as the option simulates them).
+  virtual int ranks_per_node() const { return 1; }
   // Collective start-up exchange: returns, indexed by rank, what each rank's process passed as
   // `mine` (the ranks of one process share its value). Used to describe the machine.
   virtual std::vector<std::string> gather_from_all_ranks(const std::string& mine) = 0;

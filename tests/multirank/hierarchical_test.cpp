@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "transport/node_layout.hpp"
 
 namespace rill_test {
 namespace {
@@ -135,6 +136,46 @@ TEST_P(hierarchical, every_message_reaches_its_rank_exactly_once_from_its_sender
 }
 
 INSTANTIATE_TEST_SUITE_P(setups, hierarchical, ::testing::ValuesIn(node_setups()), node_setup_name);
+
+// Left to the runtime (the default, 0), the nodes are the launcher's under mpi -- here, where
+// mpirun places ranks in blocks, the ranks that share this node's memory -- and on the local
+// transport 1 (its nodes are simulated only when asked); messages then reach every rank as above.
+TEST(hierarchical_default, ranks_per_node_is_the_launchers_nodes) {
+  const setup s = under_mpi() ? setup{0, 1, 0} : setup{4, 1, 3};
+  args a(s);
+  rill::runtime rt(a.argc, a.argv());
+  int expected = 1;
+  if (under_mpi()) {
+    // The lowest rank of each rank's node, as the launcher placed them (on one machine: 0 for all,
+    // so the job's size).
+    int me = 0, n = 0, first = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    std::vector<int> first_of(static_cast<std::size_t>(n));
+    MPI_Allgather(&first, 1, MPI_INT, first_of.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    expected = rill::detail::consecutive_ranks_per_node(first_of);
+  }
+  EXPECT_EQ(rt.options().ranks_per_node, expected);
+  const int n = rt.ranks(), k = rt.options().ranks_per_node, nodes = (n + k - 1) / k;
+  std::atomic<int> too_many_queues{0};
+  static std::array<std::atomic<int>, most_ranks> heard{};
+  for (auto& h : heard) h = 0;
+  EXPECT_EQ(rt.run_spmd([&] {
+    const int me = rill::rank_me();
+    for (int to = 0; to < n; ++to)
+      rill::am::send(
+          to, [](int) { heard[static_cast<std::size_t>(rill::rank_me())].fetch_add(1); }, me);
+    while (heard[static_cast<std::size_t>(me)].load() < n) rill::yield();
+    rill::team::world().barrier().wait();
+    if (counter_named("agg_queues_used") > static_cast<std::uint64_t>(k + nodes - 1)) too_many_queues++;
+  }),
+            0);
+  EXPECT_EQ(too_many_queues.load(), 0);
+}
 
 }  // namespace
 }  // namespace rill_test
