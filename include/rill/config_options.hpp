@@ -160,7 +160,10 @@
     "record a timeline of the run (tasks, handlers, messages, events, steals per worker) and write it as one "        \
     "Chrome/Perfetto JSON trace at PATH, see docs/tracing.md")                                                        \
   X(runtime, "stats", stats, bool, false, on_off, from_config, same,                                                  \
-    "on (or the bare flag): at the end of the run, print every layer's counters per rank on stderr (rill::counters)")
+    "on (or the bare flag): at the end of the run, print every layer's counters per rank on stderr (rill::counters)") \
+  X(runtime, "tree-fanout", tree_fanout, int, 16, number(2, 1024), from_config, same,                                 \
+    "children per rank in the tree that termination detection's waves travel down and back up: a rank handles at "  \
+    "most this many + 1 messages a wave, in log_fanout(ranks) hops each way")
 
 // All of them, bottom layer first.
 #define RILL_OPTIONS(X)                                                                                               \

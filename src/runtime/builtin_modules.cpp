@@ -24,7 +24,7 @@ void add_builtin_modules(rank_core& core, const rill::config& cfg, std::shared_p
   m.add<data_module>(core.id(), model, global, cfg);
   m.add<region_forest>(core.id());
   m.add<launch_analysis>(cfg);
-  m.add<termination>(core, audit);
+  m.add<termination>(core, audit, cfg.tree_fanout);
   core.modules_ready();
 }
 

@@ -31,8 +31,8 @@ TEST(Counters, EveryLayerReportsAndAgreesWithItsTypedView) {
     std::vector<std::string> layers;
     for (const auto& c : list)
       if (layers.empty() || layers.back() != c.layer) layers.push_back(c.layer);
-    EXPECT_EQ(layers,
-              (std::vector<std::string>{"scheduler", "messages", "events", "sync", "global", "steal", "regions"}));
+    EXPECT_EQ(layers, (std::vector<std::string>{"scheduler", "messages", "events", "sync", "global", "steal", "regions",
+                                                "runtime"}));
     const auto m = by_name(list);
     const rill::event_counts e = rill::event_stats();
     EXPECT_GE(m.at("events.created"), 5u);
@@ -45,6 +45,9 @@ TEST(Counters, EveryLayerReportsAndAgreesWithItsTypedView) {
     EXPECT_GE(m.at("messages.messages_sent"), 1u);
     EXPECT_EQ(m.at("scheduler.tasks_run"), rill::stats().tasks_run);
     EXPECT_EQ(m.at("regions.launches"), rill::launch_counts_here().launches);
+    // Termination detection's waves start once this top-level task has returned.
+    EXPECT_EQ(m.at("runtime.waves"), 0u);
+    EXPECT_EQ(m.at("runtime.wave_messages"), 0u);
     return 0;
   }),
             0);

@@ -63,7 +63,8 @@ const char* const all_names[] = {"ranks",
                                  "io-depth",
                                  "io-direct",
                                  "io-fuse",
-                                 "memory-keep"};
+                                 "memory-keep",
+                                 "tree-fanout"};
 
 std::string env_of(const std::string& name) {
   std::string e = "RILL_";
