@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,11 +30,17 @@ inline std::vector<setup> setups() {
   return {{1, 1, 0}, {2, 1, 0}, {2, 2, 3}, {4, 1, 0}, {4, 2, 7}, {8, 1, 11}, {8, 1, 0}, {3, 2, 42}};
 }
 
-inline std::string name_of(const ::testing::TestParamInfo<setup>& info) {
-  if (under_mpi()) return "mpi_w" + std::to_string(info.param.workers);
-  return "r" + std::to_string(info.param.ranks) + "_w" + std::to_string(info.param.workers) + "_chaos" +
-         std::to_string(info.param.chaos);
+// A setup as test names show it: r<ranks>_w<workers>_chaos<seed>, or mpi_w<workers> under mpirun.
+inline std::string setup_name(const setup& s) {
+  std::ostringstream name;
+  if (under_mpi())
+    name << "mpi_w" << s.workers;
+  else
+    name << 'r' << s.ranks << "_w" << s.workers << "_chaos" << s.chaos;
+  return name.str();
 }
+
+inline std::string name_of(const ::testing::TestParamInfo<setup>& info) { return setup_name(info.param); }
 
 // The command line of a runtime for `s`, with `extra` flags after the setup's own.
 inline std::vector<std::string> flags_for(const setup& s, std::vector<std::string> extra) {

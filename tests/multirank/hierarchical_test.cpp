@@ -28,10 +28,7 @@ std::vector<node_setup> node_setups() {
 }
 
 std::string node_setup_name(const ::testing::TestParamInfo<node_setup>& info) {
-  const setup& s = info.param.base;
-  const std::string k = "_k" + std::to_string(info.param.ranks_per_node);
-  if (under_mpi()) return "mpi_w" + std::to_string(s.workers) + k;
-  return "r" + std::to_string(s.ranks) + "_w" + std::to_string(s.workers) + "_chaos" + std::to_string(s.chaos) + k;
+  return setup_name(info.param.base) + "_k" + std::to_string(info.param.ranks_per_node);
 }
 
 class hierarchical : public ::testing::TestWithParam<node_setup> {};

@@ -30,14 +30,7 @@ std::vector<tree_setup> tree_setups() {
 }
 
 std::string tree_setup_name(const ::testing::TestParamInfo<tree_setup>& info) {
-  const setup& s = info.param.base;
-  std::ostringstream name;
-  if (under_mpi())
-    name << "mpi_w" << s.workers;
-  else
-    name << 'r' << s.ranks << "_w" << s.workers << "_chaos" << s.chaos;
-  name << "_f" << info.param.fanout;
-  return name.str();
+  return setup_name(info.param.base) + "_f" + std::to_string(info.param.fanout);
 }
 
 class termination : public ::testing::TestWithParam<tree_setup> {};
