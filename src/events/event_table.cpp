@@ -88,9 +88,45 @@ void send_trigger(int owner, std::uint32_t slot, std::uint64_t gen, const poison
 // ---- firing without recursion -------------------------------------------------------------------
 
 // Lists waiting to run on this thread, oldest first. Whole lists are queued, not concatenated:
-// finding a list's tail would walk its nodes, each a cache miss in a large graph.
-thread_local std::deque<event_waiter*> fire_queue;
+// finding a list's tail would walk its nodes, each a cache miss in a large graph. A chain of events
+// queues one list per trigger, so the queue is a ring without a destructor (a thread_local that has
+// one pays an initialisation check on every access), and a deque holds what does not fit.
+struct fire_queue {
+  static constexpr std::uint32_t ring_size = 64;
+  event_waiter* ring[ring_size];
+  std::uint32_t head = 0;  // the oldest in the ring
+  std::uint32_t count = 0;
+  bool overflowed = false;  // lists wait in `overflow`, all queued after those in the ring
+
+  void push(event_waiter* list);
+  event_waiter* pop();  // nullptr when empty
+};
+thread_local constinit fire_queue queued{};
+thread_local std::deque<event_waiter*> overflow;
 thread_local bool firing = false;
+
+void fire_queue::push(event_waiter* list) {
+  if (!overflowed && count < ring_size) {
+    ring[(head + count++) % ring_size] = list;
+    return;
+  }
+  overflow.push_back(list);
+  overflowed = true;
+}
+
+event_waiter* fire_queue::pop() {
+  if (count > 0) {
+    event_waiter* list = ring[head];
+    head = (head + 1) % ring_size;
+    --count;
+    return list;
+  }
+  if (!overflowed) return nullptr;
+  event_waiter* list = overflow.front();
+  overflow.pop_front();
+  overflowed = !overflow.empty();
+  return list;
+}
 
 }  // namespace
 
@@ -116,18 +152,15 @@ void run_list(event_waiter* w, std::exception_ptr& first) {
 void fire_waiters(event_waiter* list) {
   if (!list) return;
   if (firing) {
-    fire_queue.push_back(list);  // the outer call on this thread runs it, after the lists before it
+    queued.push(list);  // the outer call on this thread runs it, after the lists before it
     return;
   }
   firing = true;
   std::exception_ptr first;
   // The outermost list runs without passing through the queue (the common case: the only list).
-  for (;;) {
+  do {
     run_list(list, first);
-    if (fire_queue.empty()) break;
-    list = fire_queue.front();
-    fire_queue.pop_front();
-  }
+  } while ((list = queued.pop()));
   firing = false;
   if (first) std::rethrow_exception(first);
 }

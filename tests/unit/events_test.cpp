@@ -2,6 +2,7 @@
 // waiting from tasks, deferred triggers, generation reuse under load, and the failure paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -126,6 +127,47 @@ TEST(Event, LongDeferredChainTriggersWithoutRecursion) {
                               first.trigger();
                               prev.wait();
                               for (const auto& e : chain) EXPECT_TRUE(e.has_triggered());
+                              return 0;
+                            }),
+            0);
+}
+
+TEST(Event, TriggersFromWaitersRunTheirListsInTheOrderOfTheTriggers) {
+  // One waiter triggers many events; each of their waiter lists is queued on this thread and runs
+  // after the current list, oldest first: more lists than the thread's ring of queued lists holds,
+  // so the order has to survive the spill into the overflow queue and back.
+  constexpr int count = 1000;
+  EXPECT_EQ(run_on_one_rank(1,
+                            [] {
+                              rill::user_event root = rill::user_event::create();
+                              std::vector<rill::user_event> fanned;
+                              for (int i = 0; i < count; ++i) fanned.push_back(rill::user_event::create());
+                              std::vector<int> order;
+                              for (int i = 0; i < count; ++i) {
+                                // Two waiters per event: both run, in their list, before the next list.
+                                rill::detail::when_triggered(fanned[static_cast<std::size_t>(i)],
+                                                             [&order, i](const auto&) { order.push_back(2 * i); });
+                                rill::detail::when_triggered(fanned[static_cast<std::size_t>(i)],
+                                                             [&order, i](const auto&) { order.push_back(2 * i + 1); });
+                              }
+                              rill::detail::when_triggered(root, [&](const auto&) {
+                                for (int i = 0; i < count; ++i) {
+                                  fanned[static_cast<std::size_t>(i)].trigger();
+                                  if (i == count / 2) order.push_back(-1);  // no list ran inside this one
+                                }
+                              });
+                              root.trigger();
+                              rill::merge(std::vector<rill::event>(fanned.begin(), fanned.end())).wait();
+                              EXPECT_EQ(order.size(), std::size_t{2 * count + 1});
+                              EXPECT_EQ(order.front(), -1);
+                              std::vector<int> lists(order.begin() + 1, order.end());
+                              // Within a list the waiters run in some fixed order; across lists, oldest first.
+                              for (int i = 0; i < count; ++i) {
+                                const int a = lists[static_cast<std::size_t>(2 * i)];
+                                const int b = lists[static_cast<std::size_t>(2 * i + 1)];
+                                EXPECT_EQ(std::min(a, b), 2 * i);
+                                EXPECT_EQ(std::max(a, b), 2 * i + 1);
+                              }
                               return 0;
                             }),
             0);
