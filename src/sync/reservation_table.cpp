@@ -83,15 +83,15 @@ poison_ptr unknown_cause(reservation r) {
 
 // ---- records ------------------------------------------------------------------------------------
 
-reservation_table::record& reservation_table::find(reservation r, const char* what, bool from_api) {
+reservation_table::record& reservation_table::find(reservation r, const char* what) {
   record* rec = lookup(r, what);
   if (!rec) throw misuse_error(fmt::format("{}: rank {} never created {}", what, me_, name_of(r)));
-  if (from_api) {
-    std::lock_guard g(rec->m);
-    if (rec->unknown) throw misuse_error(fmt::format("{}: {}", what, rec->unknown->reason));
-    if (rec->destroyed_here) throw misuse_error(fmt::format("{}: {} was destroyed on this rank", what, name_of(r)));
-  }
   return *rec;
+}
+
+void reservation_table::check_api_use(const record& rec, reservation r, const char* what) {
+  if (rec.unknown) throw misuse_error(fmt::format("{}: {}", what, rec.unknown->reason));
+  if (rec.destroyed_here) throw misuse_error(fmt::format("{}: {} was destroyed on this rank", what, name_of(r)));
 }
 
 reservation_table::record* reservation_table::lookup(reservation r, const char* what) {
@@ -107,7 +107,7 @@ reservation_table::record* reservation_table::lookup(reservation r, const char* 
   auto it = sh.records.find(key);
   if (it == sh.records.end()) {
     if (r.creator() == me_) return nullptr;
-    auto fresh = std::make_unique<record>();
+    auto fresh = std::make_unique<record>(this, r);
     fresh->hint = r.creator();
     fresh->bytes = r.payload_bytes();
     it = sh.records.emplace(key, std::move(fresh)).first;
@@ -129,7 +129,7 @@ reservation reservation_table::create(std::size_t payload_bytes) {
   const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
   if (id >= (std::uint64_t{1} << 44)) throw std::length_error("rill: too many reservations created on one rank");
   const reservation r(static_cast<std::uint32_t>(me_), static_cast<std::uint32_t>(payload_bytes), id);
-  auto rec = std::make_unique<record>();
+  auto rec = std::make_unique<record>(this, r);
   rec->hint = me_;
   rec->owner = true;
   allocate_payload(*rec, static_cast<std::uint32_t>(payload_bytes));
@@ -144,8 +144,9 @@ reservation reservation_table::create(std::size_t payload_bytes) {
 }
 
 void* reservation_table::payload(reservation r) {
-  record& rec = find(r, "rill::reservation::payload", true);
+  record& rec = find(r, "rill::reservation::payload");
   std::lock_guard g(rec.m);
+  check_api_use(rec, r, "rill::reservation::payload");
   if (rec.destroyed) throw misuse_error(fmt::format("rill::reservation::payload: {} was destroyed", name_of(r)));
   if (rec.bytes == 0) throw misuse_error(fmt::format("rill::reservation::payload: {} has no payload", name_of(r)));
   allocate_payload(rec, rec.bytes);
@@ -155,37 +156,95 @@ void* reservation_table::payload(reservation r) {
 // ---- the operations -----------------------------------------------------------------------------
 
 event reservation_table::acquire(reservation r, event after, bool shared) {
-  record& rec = find(r, "rill::reservation::acquire", true);
+  record& rec = find(r, "rill::reservation::acquire");
+  deferred_op* op = nullptr;
   {
     std::lock_guard g(rec.m);
+    check_api_use(rec, r, "rill::reservation::acquire");
     if (rec.destroyed) throw misuse_error(fmt::format("rill::reservation::acquire: {} was destroyed", name_of(r)));
     ++rec.outstanding;
+    if (!after.is_none()) op = rec.take_op();
   }
   const event grant = event_create();
   if (after.is_none()) {
     do_acquire(r, rec, grant, shared);
     return grant;
   }
-  record* p = &rec;
-  when_triggered(after, [this, r, p, grant, shared](const poison_ptr& cause) {
-    if (cause) {
-      // Poisoned precondition: no acquire; the release that follows pairs with this skip.
-      {
-        std::lock_guard g(p->m);
-        ++p->skipped;
-      }
-      event_poison(grant, cause);
-      return;
-    }
-    do_acquire(r, *p, grant, shared);
-  });
+  defer(after, op, rec, false, grant, shared);
   return grant;
 }
 
-void reservation_table::do_acquire(reservation r, record& rec, event grant, bool shared) {
+void reservation_table::defer(event after, deferred_op* op, record& rec, bool release, event grant, bool shared) {
+  std::unique_ptr<deferred_op> owned(op ? op : new deferred_op);
+  op = owned.get();
+  op->rec = &rec;
+  op->grant = grant;
+  op->release = release;
+  op->shared = shared;
+  event_on_trigger(after, op);  // (throws for a handle that is not an event: the node is freed)
+  owned.release();
+}
+
+void reservation_table::run_deferred(event_waiter* w, bool discard) {
+  auto* op = static_cast<deferred_op*>(w);
+  if (discard) {  // the rank is stopping: its records may be gone already
+    delete op;
+    return;
+  }
+  record& rec = *op->rec;
+  reservation_table& t = *rec.table;
+  const reservation r = rec.self;
+  const event grant = op->grant;
+  poison_ptr cause = std::move(op->cause);
+  if (op->release) {
+    if (!t.do_release(r, rec, cause != nullptr, op)) {
+      fatal(
+          "rill::reservation::release: a release of {} took effect on rank {}, which does not hold it: chain each "
+          "release after its acquire's grant event",
+          name_of(r), t.me_);
+    }
+    return;
+  }
+  if (cause) {
+    // Poisoned precondition: no acquire; the release that follows pairs with this skip.
+    {
+      std::lock_guard g(rec.m);
+      rec.give_back(op);
+      ++rec.skipped;
+    }
+    event_poison(grant, cause);
+    return;
+  }
+  t.do_acquire(r, rec, grant, op->shared, op);
+}
+
+reservation_table::deferred_op* reservation_table::record::take_op() {
+  auto* op = static_cast<deferred_op*>(spare_ops);
+  if (op) spare_ops = std::exchange(op->next, nullptr);
+  return op;
+}
+
+void reservation_table::record::give_back(deferred_op* op) {
+  if (destroyed) {
+    delete op;
+    return;
+  }
+  op->next = spare_ops;
+  spare_ops = op;
+}
+
+void reservation_table::record::drop_spare_ops() {
+  while (event_waiter* w = spare_ops) {
+    spare_ops = w->next;
+    delete static_cast<deferred_op*>(w);
+  }
+}
+
+void reservation_table::do_acquire(reservation r, record& rec, event grant, bool shared, deferred_op* spent) {
   outbox out;
   {
     std::lock_guard g(rec.m);
+    if (spent) rec.give_back(spent);
     if (rec.destroyed) {
       ++rec.skipped;
       out.poisoned.push_back(grant);
@@ -217,9 +276,11 @@ void reservation_table::do_acquire(reservation r, record& rec, event grant, bool
 }
 
 void reservation_table::release(reservation r, event after) {
-  record& rec = find(r, "rill::reservation::release", true);
+  record& rec = find(r, "rill::reservation::release");
+  deferred_op* op = nullptr;
   {
     std::lock_guard g(rec.m);
+    check_api_use(rec, r, "rill::reservation::release");
     if (rec.outstanding <= 0) {
       throw misuse_error(fmt::format(
           "rill::reservation::release: rank {} has no acquire of {} left to release (release on the rank that "
@@ -227,6 +288,7 @@ void reservation_table::release(reservation r, event after) {
           me_, name_of(r)));
     }
     --rec.outstanding;
+    if (!after.is_none()) op = rec.take_op();
   }
   if (after.is_none()) {
     if (!do_release(r, rec, false)) {
@@ -241,21 +303,14 @@ void reservation_table::release(reservation r, event after) {
     }
     return;
   }
-  record* p = &rec;
-  when_triggered(after, [this, r, p](const poison_ptr& cause) {
-    if (!do_release(r, *p, cause != nullptr)) {
-      fatal(
-          "rill::reservation::release: a release of {} took effect on rank {}, which does not hold it: chain each "
-          "release after its acquire's grant event",
-          name_of(r), me_);
-    }
-  });
+  defer(after, op, rec, true, event::none(), false);
 }
 
-bool reservation_table::do_release(reservation r, record& rec, bool poisoned) {
+bool reservation_table::do_release(reservation r, record& rec, bool poisoned, deferred_op* spent) {
   outbox out;
   {
     std::lock_guard g(rec.m);
+    if (spent) rec.give_back(spent);
     const bool holds = rec.owner && rec.holders > 0;
     if ((poisoned || !holds) && rec.skipped > 0) {
       // Pairs with an acquire that did not acquire (its precondition was poisoned).
@@ -270,9 +325,10 @@ bool reservation_table::do_release(reservation r, record& rec, bool poisoned) {
 }
 
 void reservation_table::destroy(reservation r, event after) {
-  record& rec = find(r, "rill::reservation::destroy", true);
+  record& rec = find(r, "rill::reservation::destroy");
   {
     std::lock_guard g(rec.m);
+    check_api_use(rec, r, "rill::reservation::destroy");
     rec.destroyed_here = true;  // every later call on this rank is misuse
   }
   if (after.is_none()) {
@@ -353,6 +409,7 @@ void reservation_table::finish_destroy(record& rec) {
   rec.destroyed = true;
   rec.destroy_pending = false;
   rec.payload.reset();
+  rec.drop_spare_ops();
 }
 
 void reservation_table::poison_destroyed(reservation r, record& rec, outbox& out, poison_ptr cause) {
@@ -365,6 +422,7 @@ void reservation_table::poison_destroyed(reservation r, record& rec, outbox& out
   out.tell_destroyed = std::move(rec.buffered);
   rec.buffered.clear();
   rec.payload.reset();
+  rec.drop_spare_ops();
 }
 
 void reservation_table::on_request(reservation r, int requester) {
@@ -409,7 +467,7 @@ void reservation_table::on_transfer(reservation r, int from, const std::vector<s
     if (q < 0 || q >= ranks_ || q == me_)
       throw decode_error(fmt::format("a transfer of {} from rank {} queues rank {}", name_of(r), from, q));
   }
-  record& rec = find(r, "a reservation transfer", false);
+  record& rec = find(r, "a reservation transfer");
   transfers_received_.fetch_add(1, std::memory_order_relaxed);
   outbox out;
   {
@@ -444,7 +502,7 @@ void reservation_table::on_destroy(reservation r, int from) {
 }
 
 reservation_table::record* reservation_table::find_or_refuse(reservation r, int to, const char* what) {
-  if (to == me_) return &find(r, what, false);  // (this rank's own caller hears it)
+  if (to == me_) return &find(r, what);  // (this rank's own caller hears it)
   record* rec = lookup(r, what);
   if (!rec) send_unknown(to, r);
   return rec;
@@ -455,7 +513,7 @@ void reservation_table::on_unknown(reservation r) {
     throw decode_error(
         fmt::format("rank {} says {} does not exist, but only its creator can", am::sender(), name_of(r)));
   }
-  record& rec = find(r, "a reservation's non-existence", false);
+  record& rec = find(r, "a reservation's non-existence");
   outbox out;
   {
     std::lock_guard g(rec.m);
@@ -469,7 +527,7 @@ void reservation_table::on_unknown(reservation r) {
 }
 
 void reservation_table::on_destroyed(reservation r) {
-  record& rec = find(r, "a reservation's destruction", false);
+  record& rec = find(r, "a reservation's destruction");
   outbox out;
   {
     std::lock_guard g(rec.m);
@@ -483,6 +541,15 @@ void reservation_table::on_destroyed(reservation r) {
 
 // Everything decided under a record's lock, done without it.
 void reservation_table::send(reservation r, outbox& out) {
+  // Most steps only grant: test for the rest at once.
+  if (out.request_to >= 0 || out.forward_request_to >= 0 || out.transfer_to >= 0 || out.destroy_to >= 0 ||
+      !out.tell_destroyed.empty() || !out.poisoned.empty())
+    send_messages(r, out);
+  grants_.fetch_add(out.grants.size(), std::memory_order_relaxed);
+  for (const event& g : out.grants) event_trigger(g);
+}
+
+void reservation_table::send_messages(reservation r, outbox& out) {
   if (out.request_to >= 0) {
     requests_sent_.fetch_add(1, std::memory_order_relaxed);
     send_request(out.request_to, r, me_);
@@ -495,8 +562,6 @@ void reservation_table::send(reservation r, outbox& out) {
   if (out.destroy_to >= 0) send_destroy(out.destroy_to, r, out.destroy_from);
   for (int to : out.tell_destroyed) out.tell_unknown ? send_unknown(to, r) : send_destroyed(to, r);
   for (const event& e : out.poisoned) event_poison(e, out.poison);
-  grants_.fetch_add(out.grants.size(), std::memory_order_relaxed);
-  for (const event& g : out.grants) event_trigger(g);
 }
 
 reservation_counts reservation_table::counts() {
