@@ -143,6 +143,10 @@ std::uint64_t team_child_id(std::uint64_t parent, std::uint64_t seq, int color);
 coll_ticket coll_issue(std::uint64_t id, event done, const char* what);
 // A collective's message from world rank `from` arrived.
 void coll_deliver(const coll_header& h, int from, std::unique_ptr<coll_box> value);
+// Sends the calling rank's buffered messages to world rank `to` now. A collective's steps are
+// latency-bound, and its caller may compute right after its last send: left to the aggregation
+// thresholds, that send would wait for the caller's next scheduling point.
+void coll_send_now(int to);
 // Waits (suspending the calling fiber) for the message (h.tag) of world rank `from`.
 std::unique_ptr<coll_box> coll_receive(const coll_header& h, int from);
 // The collective's task starts on this rank: messages for it are checked against its signature.
@@ -172,12 +176,14 @@ class coll_context {
   void send(int to, std::uint32_t tag, const V& v) const {
     coll_header h = h_;
     h.tag = tag;
+    const int dest = info_->members[static_cast<std::size_t>(to)];
     am::send(
-        info_->members[static_cast<std::size_t>(to)],
+        dest,
         [](const coll_header& hh, V&& x) {
           coll_deliver(hh, am::sender(), std::make_unique<coll_value<V>>(std::move(x)));
         },
         h, v);
+    coll_send_now(dest);
   }
   // The value team rank `from` sent as step `tag`: waits for it.
   template <class V>

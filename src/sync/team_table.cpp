@@ -7,6 +7,7 @@
 #include "common/demangle.hpp"
 #include "common/hash_mix.hpp"
 #include "common/log.hpp"
+#include "messages/messenger.hpp"
 #include "sync/sync_module.hpp"
 
 namespace rill::detail {
@@ -201,6 +202,8 @@ coll_ticket coll_issue(std::uint64_t id, event done, const char* what) {
 void coll_deliver(const coll_header& h, int from, std::unique_ptr<coll_box> value) {
   sync_here("rill::team (a collective's message)").teams().deliver(h, from, std::move(value));
 }
+
+void coll_send_now(int to) { current_messenger("rill::team (a collective)").agg().flush(to); }
 
 std::unique_ptr<coll_box> coll_receive(const coll_header& h, int from) {
   return sync_here("rill::team (a collective)").teams().receive(h, from);
