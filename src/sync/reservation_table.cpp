@@ -545,6 +545,7 @@ void reservation_table::send(reservation r, outbox& out) {
   if (out.request_to >= 0 || out.forward_request_to >= 0 || out.transfer_to >= 0 || out.destroy_to >= 0 ||
       !out.tell_destroyed.empty() || !out.poisoned.empty())
     send_messages(r, out);
+  if (out.grants.empty()) return;  // (a step that only queued: no atomic add for nothing)
   grants_.fetch_add(out.grants.size(), std::memory_order_relaxed);
   for (const event& g : out.grants) event_trigger(g);
 }
