@@ -31,7 +31,6 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "common.hpp"
@@ -296,8 +295,12 @@ void top_down_level(const graph_part& p, const std::vector<std::uint32_t>& front
                     std::vector<std::uint32_t>& next) {
   const int R = p.ranks;
   const auto me = static_cast<std::uint32_t>(p.me);
-  auto [parent, visited, out, send_counts, recv_counts, send_at, recv_at, send_buf, recv_buf] =
-      std::tie(b.parent, b.visited, b.out, b.send_counts, b.recv_counts, b.send_at, b.recv_at, b.send_buf, b.recv_buf);
+  std::vector<std::int64_t>& parent = b.parent;
+  visited_bits& visited = b.visited;
+  std::vector<std::vector<std::uint64_t>>& out = b.out;
+  std::vector<int>&send_counts = b.send_counts, &recv_counts = b.recv_counts, &send_at = b.send_at,
+  &recv_at = b.recv_at;
+  std::vector<std::uint64_t>&send_buf = b.send_buf, &recv_buf = b.recv_buf;
   for (auto& o : out) o.clear();
   for (std::uint32_t l : frontier) {
     for (std::uint64_t k = p.offsets[l]; k < p.offsets[l + 1]; ++k) {
@@ -342,7 +345,10 @@ void top_down_level(const graph_part& p, const std::vector<std::uint32_t>& front
 
 const std::vector<std::int64_t>& mpi_bfs(const graph_part& p, std::uint64_t root, direction dir, mpi_bfs_buffers& b) {
   const int R = p.ranks;
-  auto [parent, visited, frontier, next, bits] = std::tie(b.parent, b.visited, b.frontier, b.next, b.bits);
+  std::vector<std::int64_t>& parent = b.parent;
+  visited_bits& visited = b.visited;
+  std::vector<std::uint32_t>&frontier = b.frontier, &next = b.next;
+  frontier_bits& bits = b.bits;
   bits.size_for(p, p.vertices);
   std::uint64_t unvisited_edges = p.offsets.back();
   parent.assign(p.local_vertices, -1);
