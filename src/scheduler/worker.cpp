@@ -452,9 +452,7 @@ void worker::idle_step() {
     std::this_thread::yield();
     return;
   }
-  // A channel whose fibers wait for the workers to poll (back-pressure) is woken by no one when
-  // they have: it sleeps briefly.
-  pool_.sleep(*this, must_poll || (channel_ && !blocked_.empty()), sleep_backoff_);
+  pool_.sleep(*this, sleeps_briefly(must_poll), sleep_backoff_);
 }
 
 void worker::park(waiter& w) {

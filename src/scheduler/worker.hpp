@@ -97,6 +97,14 @@ class worker {
   bool room_came() const;
   // Whether fibers wait for room (the worker is idle only for want of it).
   bool waiting_for_room() const { return !room_blocked_.empty(); }
+  // Whether this thread, idle, sleeps briefly (worker_pool::sleep's short limits) instead of until
+  // woken: when it must look for what nobody signals. A polling thread on a rank that learns of
+  // arrivals only by polling (`must_poll`), and a channel whose fibers wait for the workers' polls.
+  // An I/O thread never polls: its work is always signalled, and short sleeps would only take its
+  // core from a worker about a thousand times a second.
+  bool sleeps_briefly(bool must_poll) const {
+    return (must_poll && polls_network()) || (channel_ && !blocked_.empty());
+  }
   // Marks the worker busy (not idle) for termination detection.
   void mark_active();
   // True when no fiber is ready and no task is queued for this worker (what on_out_of_work means).

@@ -125,8 +125,7 @@ class worker_pool {
     wake(progress_asleep_);
   }
   // `w` idles: sleeps until woken or for a time limit, short (20 us, doubling to 1 ms) when
-  // `short_sleeps` (a rank that must poll to learn of arrivals, or a channel waiting for the
-  // workers to poll), else 5 ms.
+  // `short_sleeps` (worker::sleeps_briefly), else 5 ms.
   void sleep(const worker& w, bool short_sleeps, int& backoff);
   // The progress thread `w` sleeps `us` microseconds, or until woken (an arrival while every worker
   // is busy, the rank stops).

@@ -92,6 +92,20 @@ TEST(WorkerPool, IoWorkGoesToTheIoThreadsOnly) {
   EXPECT_EQ(pool.take_io_work(), &work);
 }
 
+// Only a thread that polls sleeps briefly (20 us doubling to 1 ms) on a rank that learns of
+// arrivals by polling; an I/O thread or an idle channel sleeps until work is signalled, or it would
+// take a worker's core about a thousand times a second under MPI.
+TEST(WorkerPool, OnlyPollingThreadsSleepBrieflyOnARankThatMustPoll) {
+  quiet_rank rank;
+  worker_pool pool(rank, 1, 1, 1, false, 64 * 1024, 50, 4);
+  ASSERT_EQ(pool.at(0).role(), thread_role::worker);
+  ASSERT_EQ(pool.at(2).role(), thread_role::io);
+  EXPECT_TRUE(pool.at(0).sleeps_briefly(true));
+  EXPECT_FALSE(pool.at(0).sleeps_briefly(false));
+  EXPECT_FALSE(pool.at(1).sleeps_briefly(true)) << "a channel with no fiber waiting for a poll";
+  EXPECT_FALSE(pool.at(2).sleeps_briefly(true)) << "the I/O thread";
+}
+
 // Sleeps as thread `index` until woken, waking it with arrivals.
 void wake_with_arrivals(worker_pool& pool, int index, thread_role role) {
   const std::uint64_t before = pool.wakes(role);
