@@ -3,29 +3,33 @@
 // nearest, spread and random_nearest, with the compute_bound kernel (task_bench/*.hpp: the graphs,
 // the kernel, the sweep and its interpolation).
 //
-//   mpirun -np 2 rill_bench_m3 --rill:workers=1     Rill 2 ranks x 1 worker on the mpi transport
-//                                                   and MPI (2 ranks, Isend/Irecv per edge
-//                                                   between ranks, one thread each)
+//   mpirun -np 2 rill_bench_m3 --mpi-peer-only F    MPI alone (2 ranks, Isend/Irecv per edge
+//                                                   between ranks, Task Bench's mpi/nonblock
+//                                                   scheme) at MPI_THREAD_SINGLE; writes file F
+//   mpirun -np 2 rill_bench_m3 --rill:workers=1 --mpi-peer-results F
+//                                                   Rill 2 ranks x 1 worker on the mpi transport,
+//                                                   reported beside the METGs in F
 //   rill_bench_m3 --rill:ranks=1 --rill:workers=2   Rill 1 rank x 2 workers and OpenMP tasks
 //                                                   with depend clauses, 2 threads
 //
-// The peers run in the same processes as Rill and take turns with it, pattern by pattern (the
-// peer first in even repetitions, Rill first in odd ones), so that both see the same load on a
-// shared machine; never at the same time, so each has both cores to itself. They run inside the
-// SPMD top-level task of each rank: the MPI peer on the rank's only worker thread (the only
-// thread that calls MPI, as MPI_THREAD_SERIALIZED requires) once no Rill message is outstanding
-// (mpi_handover); the OpenMP peer from the one rank's top-level task, while the runtime's other
-// worker sleeps. Points are block-distributed (2 per rank). Every version checks every task's
-// inputs by their (step, point) tags; `errors` must be 0.
+// The MPI peer runs in processes of its own, at MPI_THREAD_SINGLE as task-bench's mpi/nonblock
+// does: Rill's processes must initialise MPI at MPI_THREAD_SERIALIZED, and Open MPI charges that
+// level on every call (mpi_peer.hpp), so a peer in Rill's processes would be weaker than the code
+// it stands for. bench/run runs the peer's processes right before Rill's. The OpenMP peer runs in
+// Rill's process and takes turns with it, pattern by pattern (the peer first in even repetitions,
+// Rill first in odd ones), so that both see the same load on a shared machine; never at the same
+// time, so each has both cores to itself: from the one rank's top-level task, while the runtime's
+// other worker sleeps. Points are block-distributed (2 per rank). Every version checks every
+// task's inputs by their (step, point) tags; `errors` must be 0, and the program exits 1 if not.
 //
 // The same graphs as launches on logical regions (task_bench/regions_version.hpp: rank 0 issues
 // every task with region requirements, the runtime finds the dependences and moves the tags) run
-// after each pattern's pair of sweeps, and their METG is reported beside the SPMD Rill version's
+// after each pattern's sweeps, and their METG is reported beside the SPMD Rill version's
 // (`--no-regions` leaves them out).
 //
 // Peak: the kernel alone on both cores at once (each MPI rank, or two threads). The best of 30
 // short runs at start-up gives the machine's peak (peak_gflops); the efficiencies divide by the
-// rate sustained right before each pattern's pair of sweeps (the median of 5 runs of 4 ms on all
+// rate sustained right before each pattern's sweeps (the median of 5 runs of 4 ms on all
 // cores), which is that peak on a quiet machine and what the load leaves on a shared one (the
 // JSON's kernel_ns_per_iteration). Each repetition sweeps every pattern and the JSON line gives
 // the median, min and max of the per-repetition METGs.
@@ -43,7 +47,9 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -193,8 +199,9 @@ measured omp_run(const edge_table& table, long iterations, int threads) {
 
 // ---- MPI inside the Rill runtime -------------------------------------------------------------
 
-// Before the MPI peer runs on MPI_COMM_WORLD from a rank's top-level task: every rank must be
-// done with Rill messages, since a rank blocked in MPI does not answer Rill requests. After the
+// Before a rank's top-level task calls MPI on MPI_COMM_WORLD (the calibration's barrier and sum):
+// every rank must be done with Rill messages, since a rank blocked in MPI does not answer Rill
+// requests. After the
 // barrier phase, the other ranks tell rank 0 that they have their answer (one message each, sent
 // at once); rank 0 waits for all of them (answering meanwhile) before it calls MPI.
 std::array<std::atomic<int>, task_bench::rill_version::max_ranks> handover_count{};
@@ -211,15 +218,20 @@ void mpi_handover(task_bench::rill_version::collective& sync) {
   handover_count[0].fetch_sub(n - 1, std::memory_order_relaxed);
 }
 
+// The kernel's rate on every rank now, averaged (the MPI peer's processes, and Rill's through calibrate).
+double calibrate_mpi(double best_spi) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double spi = task_bench::sustained_seconds_per_iteration(best_spi);
+  MPI_Allreduce(MPI_IN_PLACE, &spi, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return spi / bench::mpi_peer::world_size();
+}
+
 // The kernel's rate on every core now (task_bench/metg.hpp: the peak the efficiency of the next
 // sweeps divides by), the same on every rank. Collective, from the ranks' top-level tasks.
 double calibrate(bool mpi, int cores, double best_spi, task_bench::rill_version::collective& sync) {
   if (mpi) {
     mpi_handover(sync);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double spi = task_bench::sustained_seconds_per_iteration(best_spi);
-    MPI_Allreduce(MPI_IN_PLACE, &spi, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return spi / bench::mpi_peer::world_size();
+    return calibrate_mpi(best_spi);
   }
   std::vector<double> per(static_cast<std::size_t>(cores));
   std::vector<std::thread> th;
@@ -288,11 +300,112 @@ nlohmann::json sweep_json(const series& s) {
   return a;
 }
 
+// ---- the MPI peer in processes of its own ----------------------------------------------------
+
+const char* const peer_file_kind = "rill_bench_m3 MPI peer results";
+
+// --mpi-peer-only: sweeps every pattern with the MPI peer alone and writes the results (rank 0)
+// to `file`, for a later Rill run's --mpi-peer-results. Returns the errors its tasks found.
+long run_mpi_peer_only(const config& cfg, const std::map<task_bench::pattern, edge_table>& tables, double spi,
+                       int cores, const std::string& file) {
+  const bool zero = bench::mpi_peer::world_rank() == 0;
+  results peer;
+  for (int rep = 0; rep < cfg.reps; ++rep)
+    for (auto p : cfg.patterns) {
+      const double spi_now = calibrate_mpi(spi);
+      if (zero)
+        bench::progress("M3 {} rep {}: kernel now {:.3f} ns per iteration per core (best {:.3f})", task_bench::name(p),
+                        rep, spi_now * 1e9, spi * 1e9);
+      const edge_table& table = tables.at(p);
+      record(
+          peer[p], table, [&](long it) { return mpi_run(table, it); }, spi_now, cores, cfg);
+      if (zero) log_sweep("MPI", p, peer[p]);
+    }
+  long errors = 0;
+  nlohmann::json patterns = nlohmann::json::object();
+  for (const auto& [p, s] : peer) {
+    errors += s.errors;
+    patterns[task_bench::name(p)] = {{"metg", s.metg},        {"smallest", s.smallest}, {"kernel_ns", s.kernel_ns},
+                                     {"errors", s.errors},    {"tasks", s.tasks},       {"edges", s.edges},
+                                     {"sweep", sweep_json(s)}};
+  }
+  if (zero) {
+    const nlohmann::json out = {{"kind", peer_file_kind},
+                                {"ranks", cores},
+                                {"width", cfg.width},
+                                {"steps", cfg.steps},
+                                {"radix", cfg.radix},
+                                {"reps", cfg.reps},
+                                {"thread_level", "MPI_THREAD_SINGLE"},
+                                {"patterns", patterns}};
+    std::ofstream f(file);
+    f << out.dump() << "\n";
+    if (!f) {
+      std::fprintf(stderr, "m3: cannot write the MPI peer's results to '%s'\n", file.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  return errors;
+}
+
+// --mpi-peer-results: the series a --mpi-peer-only run wrote, for the same graphs on as many ranks.
+// Throws std::runtime_error naming what is wrong with the file.
+results load_mpi_peer_results(const std::string& file, const config& cfg, int ranks) {
+  std::ifstream f(file);
+  if (!f) throw std::runtime_error(fmt::format("cannot open '{}'", file));
+  nlohmann::json in;
+  try {
+    f >> in;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("'{}' is not JSON: {}", file, e.what()));
+  }
+  if (!in.is_object() || in.value("kind", "") != peer_file_kind)
+    throw std::runtime_error(fmt::format("'{}' is not what --mpi-peer-only writes", file));
+  auto same = [&](const char* key, long want) {
+    if (!in.contains(key) || !in[key].is_number_integer() || in[key].get<long>() != want)
+      throw std::runtime_error(
+          fmt::format("'{}' has {} = {}, this run {}", file, key, in.contains(key) ? in[key].dump() : "nothing", want));
+  };
+  same("ranks", ranks);
+  same("width", cfg.width);
+  same("steps", cfg.steps);
+  same("radix", cfg.radix);
+  results peer;
+  for (auto p : cfg.patterns) {
+    const nlohmann::json* j = nullptr;
+    if (in.contains("patterns") && in["patterns"].contains(task_bench::name(p)))
+      j = &in["patterns"][task_bench::name(p)];
+    if (j == nullptr) throw std::runtime_error(fmt::format("'{}' has no results for {}", file, task_bench::name(p)));
+    try {
+      series& s = peer[p];
+      s.metg = j->at("metg").get<std::vector<double>>();
+      s.smallest = j->at("smallest").get<std::vector<double>>();
+      s.kernel_ns = j->at("kernel_ns").get<std::vector<double>>();
+      s.errors = j->at("errors").get<long>();
+      s.tasks = j->at("tasks").get<long>();
+      s.edges = j->at("edges").get<long>();
+      for (const auto& q : j->at("sweep"))
+        s.last_points.push_back({q.at("iterations").get<long>(), 0, q.at("efficiency").get<double>(),
+                                 q.at("granularity_us").get<double>(), 0});
+      if (s.metg.empty()) throw std::runtime_error("no METG");
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("'{}': bad results for {}: {}", file, task_bench::name(p), e.what()));
+    }
+  }
+  return peer;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool mpi = rill::launched_by_mpi_launcher();
-  if (mpi) bench::mpi_peer::init(argc, argv);
+  // The MPI level is chosen before the options are parsed (MPI_Init may rewrite argv).
+  const bool peer_only = std::any_of(argv + 1, argv + argc,
+                                     [](const char* a) { return std::string_view(a).starts_with("--mpi-peer-only"); });
+  if (mpi && peer_only)
+    bench::mpi_peer::init_single(argc, argv);
+  else if (mpi)
+    bench::mpi_peer::init(argc, argv);
   CLI::App app{"M3: Task Bench METG(50%), Rill vs MPI (2 ranks) / OpenMP tasks (2 threads)"};
   app.allow_extras();  // --rill:* flags are for the runtime
   config cfg;
@@ -311,7 +424,17 @@ int main(int argc, char** argv) {
   app.add_flag("--no-peers", no_peers, "run only the Rill version (for profiling)");
   app.add_flag("!--no-regions", cfg.regions, "leave out the version on logical regions");
   app.add_flag("--quick", quick, "fewer steps and repetitions");
+  std::string peer_only_file, peer_results_file;
+  app.add_option("--mpi-peer-only", peer_only_file,
+                 "under mpirun: run only the MPI peer, at MPI_THREAD_SINGLE, and write its results to this file");
+  app.add_option("--mpi-peer-results", peer_results_file,
+                 "under mpirun: the file a --mpi-peer-only run of the same graphs wrote; its METGs go beside "
+                 "Rill's");
   CLI11_PARSE(app, argc, argv);
+  if (!mpi && !(peer_only_file.empty() && peer_results_file.empty())) {
+    std::fprintf(stderr, "m3: --mpi-peer-only and --mpi-peer-results are for runs under mpirun\n");
+    return 2;
+  }
   if (quick) {
     cfg.steps = std::min(cfg.steps, 200L);
     cfg.reps = std::min(cfg.reps, 1);
@@ -355,7 +478,27 @@ int main(int argc, char** argv) {
     for (double v : per) spi += v / cores;
   }
 
+  if (peer_only) {
+    const long errors = run_mpi_peer_only(cfg, tables, spi, cores, peer_only_file);
+    if (errors != 0) std::fprintf(stderr, "m3: the MPI peer's tasks found %ld wrong inputs\n", errors);
+    MPI_Finalize();
+    return errors == 0 ? 0 : 1;
+  }
+
   results peer, rill_res, regions_res;
+  if (!peer_results_file.empty()) {
+    try {
+      peer = load_mpi_peer_results(peer_results_file, cfg, cores);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "m3: --mpi-peer-results: %s\n", e.what());
+      MPI_Finalize();
+      return 2;
+    }
+  } else if (mpi && !no_peers && bench::mpi_peer::world_rank() == 0) {
+    bench::progress(
+        "M3: no MPI peer in this run (its processes run apart, at MPI_THREAD_SINGLE: "
+        "--mpi-peer-only FILE first, then --mpi-peer-results FILE; bench/run M3 does both)");
+  }
   std::string peer_name;
   int ranks = 0, workers = 0;
   {
@@ -370,8 +513,11 @@ int main(int argc, char** argv) {
     if (!mpi || bench::mpi_peer::world_rank() == 0)
       bench::progress("M3 peak: {:.3f} ns per kernel iteration per core, {} cores ({:.3g} GFLOP/s)", spi * 1e9, cores,
                       cores * task_bench::flops_per_iteration / spi * 1e-9);
-    const bool run_peer = !no_peers && (mpi || RILL_BENCH_OPENMP);
-    peer_name = mpi ? fmt::format("MPI Isend/Irecv per edge, {} ranks", cores)
+    const bool run_peer = !no_peers && !mpi && RILL_BENCH_OPENMP;  // the MPI peer ran apart
+    peer_name = mpi ? fmt::format(
+                          "MPI Isend/Irecv per edge (mpi/nonblock), {} ranks at MPI_THREAD_SINGLE, "
+                          "processes of their own",
+                          cores)
                     : fmt::format("OpenMP tasks with depend, {} threads", cores);
     rt.run_spmd([&] {
       task_bench::rill_version::collective sync;
@@ -387,7 +533,6 @@ int main(int argc, char** argv) {
                             task_bench::name(p), rep, spi_now * 1e9, spi * 1e9);
           series local_rill, local_peer;
           series& s = zero ? rill_res[p] : local_rill;
-          series& ps = zero ? peer[p] : local_peer;
           auto rill_sweep = [&] {
             record(
                 s, table,
@@ -400,21 +545,19 @@ int main(int argc, char** argv) {
           };
           auto peer_sweep = [&] {
             if (!run_peer) return;
+            series& ps = zero ? peer[p] : local_peer;
             record(
                 ps, table,
                 [&](long it) {
-                  if (mpi) {
-                    mpi_handover(sync);
-                    return mpi_run(table, it);
-                  }
 #if RILL_BENCH_OPENMP
                   return omp_run(table, it, cores);
 #else
+                  (void)it;
                   return measured{};
 #endif
                 },
                 spi_now, cores, cfg);
-            if (zero) log_sweep(mpi ? "MPI" : "OpenMP", p, ps);
+            if (zero) log_sweep("OpenMP", p, ps);
           };
           // On regions: rank 0 issues every launch, the other ranks run what they are sent.
           auto regions_sweep = [&] {
@@ -445,6 +588,7 @@ int main(int argc, char** argv) {
     });
   }
 
+  long all_errors = 0;
   if (!mpi || bench::mpi_peer::world_rank() == 0) {
     for (auto p : cfg.patterns) {
       const series& r = rill_res[p];
@@ -480,8 +624,10 @@ int main(int argc, char** argv) {
                    {"sweep", sweep_json(r)}};
       if (peer.count(p)) {
         res.extra["peer_smallest_passing_us"] = bench::summarize(peer.at(p).smallest).median;
+        res.extra["peer_kernel_ns_per_iteration"] = bench::summarize(peer.at(p).kernel_ns).median;
         res.extra["peer_sweep"] = sweep_json(peer.at(p));
       }
+      all_errors += errors;
       bench::emit(res);
       if (!regions_res.count(p)) continue;
       // The same graph as launches on logical regions, beside the SPMD version above.
@@ -494,6 +640,7 @@ int main(int argc, char** argv) {
       on_regions.peer = "Rill SPMD (active messages)";
       on_regions.peer_values = r.metg;
       on_regions.extra["errors"] = g.errors;
+      all_errors += g.errors;
       on_regions.extra["smallest_passing_us"] = bench::summarize(g.smallest).median;
       on_regions.extra["not_found_runs"] = std::count(g.metg.begin(), g.metg.end(), 0.0);
       on_regions.extra["sweep"] = sweep_json(g);
@@ -503,6 +650,7 @@ int main(int argc, char** argv) {
       bench::emit(on_regions);
     }
   }
+  if (all_errors != 0) std::fprintf(stderr, "m3: tasks found %ld wrong inputs\n", all_errors);
   if (mpi) MPI_Finalize();
-  return 0;
+  return all_errors == 0 ? 0 : 1;
 }

@@ -73,6 +73,14 @@ inline double ping_pong(std::size_t bytes, long iterations) {
   return me == 0 ? t / static_cast<double>(iterations) : 0;
 }
 
+// Initialises MPI at MPI_THREAD_SINGLE, for a process that runs only an MPI peer and never starts
+// Rill: the level a plain MPI program (Task Bench's mpi/nonblock, Graph500's reference) runs at.
+// Any higher level costs Open MPI 4.1 on every call: measured here with task-bench's own
+// mpi/nonblock, 1,000 steps of spread (3 small messages per rank per step) took 1.39 ms at SINGLE
+// and 1.94 ms at SERIALIZED or FUNNELED (medians of 8 interleaved runs, 2026-11-30), so a peer
+// that shares Rill's processes (and their level) is weaker than the program it stands for.
+inline void init_single(int& argc, char**& argv) { MPI_Init(&argc, &argv); }
+
 // Initialises MPI at MPI_THREAD_SERIALIZED (what Rill's MPI transport needs; Rill then finds MPI
 // initialised and leaves MPI_Finalize to us). Exits when the level is not provided.
 inline void init(int& argc, char**& argv) {
