@@ -18,6 +18,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -273,6 +275,7 @@ inline result run_graph(const edge_table& table, long iterations, collective& sy
       if (s->at(t, p).arrived.load(std::memory_order_relaxed) != table.at(t, p).n_in) ++errors;
   errors += stray_messages[static_cast<std::size_t>(me)].exchange(0);
   const agreed end = sync.step({me == 0 ? mine : 0.0, errors});
+  if (me == 0 && std::getenv("M3DBG")) { static auto T0 = std::chrono::steady_clock::now(); std::fprintf(stderr, "DBG t=%.3f it=%ld run=%.3f ms\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count(), iterations, end.seconds * 1e3); }
   current_run[static_cast<std::size_t>(me)].store(nullptr, std::memory_order_release);
   return {end.seconds, end.errors};
 }
