@@ -424,6 +424,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-peers", no_peers, "run only the Rill version (for profiling)");
   app.add_flag("!--no-regions", cfg.regions, "leave out the version on logical regions");
   app.add_flag("--quick", quick, "fewer steps and repetitions");
+  bool list_patterns = false;
+  app.add_flag("--list-patterns", list_patterns, "print the patterns, one per line, and exit (for bench/run)");
   std::string peer_only_file, peer_results_file;
   app.add_option("--mpi-peer-only", peer_only_file,
                  "under mpirun: run only the MPI peer, at MPI_THREAD_SINGLE, and write its results to this file");
@@ -431,6 +433,11 @@ int main(int argc, char** argv) {
                  "under mpirun: the file a --mpi-peer-only run of the same graphs wrote; its METGs go beside "
                  "Rill's");
   CLI11_PARSE(app, argc, argv);
+  if (list_patterns) {
+    for (auto p : task_bench::all_patterns) fmt::print("{}\n", task_bench::name(p));
+    if (mpi) MPI_Finalize();
+    return 0;
+  }
   if (!mpi && !(peer_only_file.empty() && peer_results_file.empty())) {
     std::fprintf(stderr, "m3: --mpi-peer-only and --mpi-peer-results are for runs under mpirun\n");
     return 2;
