@@ -56,6 +56,7 @@
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 #include "task_bench/graph.hpp"
 #include "task_bench/kernel.hpp"
@@ -302,7 +303,12 @@ nlohmann::json sweep_json(const series& s) {
 
 // ---- the MPI peer in processes of its own ----------------------------------------------------
 
-const char* const peer_file_kind = "rill_bench_m3 MPI peer results";
+const char* const program = "rill_bench_m3";
+
+// What a peer's results file must have measured to stand beside a Rill run.
+nlohmann::json graphs_config(const config& cfg, int ranks) {
+  return {{"ranks", ranks}, {"width", cfg.width}, {"steps", cfg.steps}, {"radix", cfg.radix}};
+}
 
 // --mpi-peer-only: sweeps every pattern with the MPI peer alone and writes the results (rank 0)
 // to `file`, for a later Rill run's --mpi-peer-results. Returns the errors its tasks found.
@@ -329,53 +335,18 @@ long run_mpi_peer_only(const config& cfg, const std::map<task_bench::pattern, ed
                                      {"errors", s.errors},    {"tasks", s.tasks},       {"edges", s.edges},
                                      {"sweep", sweep_json(s)}};
   }
-  if (zero) {
-    const nlohmann::json out = {{"kind", peer_file_kind},
-                                {"ranks", cores},
-                                {"width", cfg.width},
-                                {"steps", cfg.steps},
-                                {"radix", cfg.radix},
-                                {"reps", cfg.reps},
-                                {"thread_level", "MPI_THREAD_SINGLE"},
-                                {"patterns", patterns}};
-    std::ofstream f(file);
-    f << out.dump() << "\n";
-    if (!f) {
-      std::fprintf(stderr, "m3: cannot write the MPI peer's results to '%s'\n", file.c_str());
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-  }
+  bench::peer_apart::write(file, program, graphs_config(cfg, cores), patterns);
   return errors;
 }
 
-// --mpi-peer-results: the series a --mpi-peer-only run wrote, for the same graphs on as many ranks.
-// Throws std::runtime_error naming what is wrong with the file.
-results load_mpi_peer_results(const std::string& file, const config& cfg, int ranks) {
-  std::ifstream f(file);
-  if (!f) throw std::runtime_error(fmt::format("cannot open '{}'", file));
-  nlohmann::json in;
-  try {
-    f >> in;
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("'{}' is not JSON: {}", file, e.what()));
-  }
-  if (!in.is_object() || in.value("kind", "") != peer_file_kind)
-    throw std::runtime_error(fmt::format("'{}' is not what --mpi-peer-only writes", file));
-  auto same = [&](const char* key, long want) {
-    if (!in.contains(key) || !in[key].is_number_integer() || in[key].get<long>() != want)
-      throw std::runtime_error(
-          fmt::format("'{}' has {} = {}, this run {}", file, key, in.contains(key) ? in[key].dump() : "nothing", want));
-  };
-  same("ranks", ranks);
-  same("width", cfg.width);
-  same("steps", cfg.steps);
-  same("radix", cfg.radix);
+// --mpi-peer-results: the series a --mpi-peer-only run wrote (peer_apart::read's results), for
+// the same graphs on as many ranks. Throws std::runtime_error naming what is missing.
+results parse_mpi_peer_results(const nlohmann::json& in, const config& cfg) {
   results peer;
   for (auto p : cfg.patterns) {
     const nlohmann::json* j = nullptr;
-    if (in.contains("patterns") && in["patterns"].contains(task_bench::name(p)))
-      j = &in["patterns"][task_bench::name(p)];
-    if (j == nullptr) throw std::runtime_error(fmt::format("'{}' has no results for {}", file, task_bench::name(p)));
+    if (in.contains(task_bench::name(p))) j = &in[task_bench::name(p)];
+    if (j == nullptr) throw std::runtime_error(fmt::format("no results for {}", task_bench::name(p)));
     try {
       series& s = peer[p];
       s.metg = j->at("metg").get<std::vector<double>>();
@@ -389,7 +360,7 @@ results load_mpi_peer_results(const std::string& file, const config& cfg, int ra
                                  q.at("granularity_us").get<double>(), 0});
       if (s.metg.empty()) throw std::runtime_error("no METG");
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("'{}': bad results for {}: {}", file, task_bench::name(p), e.what()));
+      throw std::runtime_error(fmt::format("bad results for {}: {}", task_bench::name(p), e.what()));
     }
   }
   return peer;
@@ -400,12 +371,7 @@ results load_mpi_peer_results(const std::string& file, const config& cfg, int ra
 int main(int argc, char** argv) {
   const bool mpi = rill::launched_by_mpi_launcher();
   // The MPI level is chosen before the options are parsed (MPI_Init may rewrite argv).
-  const bool peer_only = std::any_of(argv + 1, argv + argc,
-                                     [](const char* a) { return std::string_view(a).starts_with("--mpi-peer-only"); });
-  if (mpi && peer_only)
-    bench::mpi_peer::init_single(argc, argv);
-  else if (mpi)
-    bench::mpi_peer::init(argc, argv);
+  if (mpi) bench::peer_apart::init_mpi(argc, argv);
   CLI::App app{"M3: Task Bench METG(50%), Rill vs MPI (2 ranks) / OpenMP tasks (2 threads)"};
   app.allow_extras();  // --rill:* flags are for the runtime
   config cfg;
@@ -426,22 +392,15 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "fewer steps and repetitions");
   bool list_patterns = false;
   app.add_flag("--list-patterns", list_patterns, "print the patterns, one per line, and exit (for bench/run)");
-  std::string peer_only_file, peer_results_file;
-  app.add_option("--mpi-peer-only", peer_only_file,
-                 "under mpirun: run only the MPI peer, at MPI_THREAD_SINGLE, and write its results to this file");
-  app.add_option("--mpi-peer-results", peer_results_file,
-                 "under mpirun: the file a --mpi-peer-only run of the same graphs wrote; its METGs go beside "
-                 "Rill's");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (list_patterns) {
     for (auto p : task_bench::all_patterns) fmt::print("{}\n", task_bench::name(p));
     if (mpi) MPI_Finalize();
     return 0;
   }
-  if (!mpi && !(peer_only_file.empty() && peer_results_file.empty())) {
-    std::fprintf(stderr, "m3: --mpi-peer-only and --mpi-peer-results are for runs under mpirun\n");
-    return 2;
-  }
+  bench::peer_apart::require_mpirun(peer_files, mpi, program);
   if (quick) {
     cfg.steps = std::min(cfg.steps, 200L);
     cfg.reps = std::min(cfg.reps, 1);
@@ -485,26 +444,19 @@ int main(int argc, char** argv) {
     for (double v : per) spi += v / cores;
   }
 
-  if (peer_only) {
-    const long errors = run_mpi_peer_only(cfg, tables, spi, cores, peer_only_file);
+  if (!peer_files.only.empty()) {
+    const long errors = run_mpi_peer_only(cfg, tables, spi, cores, peer_files.only);
     if (errors != 0) std::fprintf(stderr, "m3: the MPI peer's tasks found %ld wrong inputs\n", errors);
     MPI_Finalize();
     return errors == 0 ? 0 : 1;
   }
 
   results peer, rill_res, regions_res;
-  if (!peer_results_file.empty()) {
-    try {
-      peer = load_mpi_peer_results(peer_results_file, cfg, cores);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "m3: --mpi-peer-results: %s\n", e.what());
-      MPI_Finalize();
-      return 2;
-    }
-  } else if (mpi && !no_peers && bench::mpi_peer::world_rank() == 0) {
-    bench::progress(
-        "M3: no MPI peer in this run (its processes run apart, at MPI_THREAD_SINGLE: "
-        "--mpi-peer-only FILE first, then --mpi-peer-results FILE; bench/run M3 does both)");
+  if (!peer_files.results.empty()) {
+    peer = bench::peer_apart::read_or_exit(peer_files.results, program, graphs_config(cfg, cores),
+                                           [&](const nlohmann::json& in) { return parse_mpi_peer_results(in, cfg); });
+  } else if (mpi && !no_peers) {
+    bench::peer_apart::note_no_peer("M3");
   }
   std::string peer_name;
   int ranks = 0, workers = 0;

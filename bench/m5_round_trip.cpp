@@ -14,8 +14,9 @@
 // Case names say the progress mode (--rill:progress) and whether node rings carry the messages
 // (RILL_NODE_RING=0: every message through MPI, as between nodes).
 //
-// Peer in the same processes, before the runtime starts: MPI_Send/MPI_Recv ping-pong of 8 bytes
-// on MPI_COMM_WORLD.
+// Peer: MPI_Send/MPI_Recv ping-pong of 8 bytes on MPI_COMM_WORLD, in processes of its own at
+// MPI_THREAD_SINGLE (peer_apart.hpp: --mpi-peer-only F, then the Rill run with
+// --mpi-peer-results F; bench/run M5 does both).
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -25,6 +26,7 @@
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -91,7 +93,7 @@ void long_task(long task_us) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::mpi_peer::init(argc, argv);
+  bench::peer_apart::init_mpi(argc, argv);
   const int me = bench::mpi_peer::world_rank();
   if (bench::mpi_peer::world_size() != 2) {
     if (me == 0) std::fputs("M5: run with mpirun -np 2\n", stderr);
@@ -111,6 +113,8 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", iterations, "round trips per repetition");
   app.add_option("--task-us", task_us, "long tasks: microseconds of computation between yields");
   app.add_flag("--quick", quick, "small sizes");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 5);
@@ -118,12 +122,26 @@ int main(int argc, char** argv) {
     budget = std::min(budget, 1.0);
   }
 
-  std::vector<double> peer;
-  bench::mpi_peer::ping_pong(8, iterations / 10);
-  for (int r = 0; r < reps; ++r) {
-    peer.push_back(bench::mpi_peer::ping_pong(8, iterations) * 1e6);
-    if (me == 0) bench::progress("M5 mpi  rep {}: {:.3f} us", r, peer.back());
+  const char* const program = "rill_bench_m5";
+  const nlohmann::json peer_config = {{"ranks", 2}, {"iterations", iterations}, {"reps", reps}};
+  if (!peer_files.only.empty()) {
+    std::vector<double> peer;
+    bench::mpi_peer::ping_pong(8, iterations / 10);
+    for (int r = 0; r < reps; ++r) {
+      peer.push_back(bench::mpi_peer::ping_pong(8, iterations) * 1e6);
+      if (me == 0) bench::progress("M5 mpi  rep {}: {:.3f} us", r, peer.back());
+    }
+    bench::peer_apart::write(peer_files.only, program, peer_config, {{"ping_pong_us", peer}});
+    MPI_Finalize();
+    return 0;
   }
+  std::vector<double> peer;
+  if (!peer_files.results.empty())
+    peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+      return bench::peer_apart::series(in, "ping_pong_us");
+    });
+  else
+    bench::peer_apart::note_no_peer("M5");
 
   // Per case: Rill's microseconds per round trip, one value per repetition.
   const std::vector<std::string> cases = {"round trip", "round trip with am::flush", "round trip with am::send_inline",
@@ -167,7 +185,7 @@ int main(int argc, char** argv) {
       r.unit = "us";
       r.higher_is_better = false;
       r.rill = rill_us[c];
-      r.peer = "MPI ping-pong 8B";
+      r.peer = "MPI ping-pong 8B, processes of its own at MPI_THREAD_SINGLE";
       r.peer_values = peer;
       r.extra = {{"ranks", 2}, {"workers", workers}, {"transport", "mpi"}, {"iterations", iterations}};
       if (c == 3) r.extra["task_us"] = task_us;

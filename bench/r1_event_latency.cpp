@@ -7,7 +7,8 @@
 //
 // Peers in the same run: on one rank, a chain of N TBB flow-graph continue_nodes (1 thread), the
 // nearest off-the-shelf "run this when that is done" machinery; under mpirun, MPI's one-way
-// latency (half an 8-byte MPI_Send/MPI_Recv ping-pong), the limit for a remote hop. Realm's own
+// latency (half an 8-byte MPI_Send/MPI_Recv ping-pong), the limit for a remote hop, measured in
+// processes of its own at MPI_THREAD_SINGLE (peer_apart.hpp; bench/run R1 runs both). Realm's own
 // figure on this machine kind (0.26 us per local trigger, shared/anchors.md) is printed as
 // `reference`, not as a peer: it was not measured in this run.
 #include <tbb/flow_graph.h>
@@ -21,6 +22,7 @@
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -102,7 +104,7 @@ double tbb_ns_per_hop(std::size_t n) {
 
 int main(int argc, char** argv) {
   const bool mpi = rill::launched_by_mpi_launcher();
-  if (mpi) bench::mpi_peer::init(argc, argv);
+  if (mpi) bench::peer_apart::init_mpi(argc, argv);
   CLI::App app{"R1: latency of a chain of dependent user events, Rill vs TBB flow graph / MPI one-way"};
   app.allow_extras();  // --rill:* flags are for the runtime
   int reps = 7;
@@ -111,7 +113,10 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions");
   app.add_option("--length", length, "events in the chain");
   app.add_flag("--quick", quick, "small sizes");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
+  bench::peer_apart::require_mpirun(peer_files, mpi, "rill_bench_r1");
   if (quick) {
     reps = std::min(reps, 5);
     length = std::min<std::size_t>(length, 5'000);
@@ -120,10 +125,22 @@ int main(int argc, char** argv) {
 
   std::vector<double> peer;
   std::string peer_name;
-  if (mpi) {
-    peer_name = "MPI one-way latency (half ping-pong, 8B)";
+  const char* const program = "rill_bench_r1";
+  const nlohmann::json peer_config = {{"reps", reps}};
+  if (!peer_files.only.empty()) {
     bench::mpi_peer::ping_pong(8, 10'000);
     for (int r = 0; r < reps; ++r) peer.push_back(bench::mpi_peer::ping_pong(8, 100'000) * 1e9 / 2);
+    bench::peer_apart::write(peer_files.only, program, peer_config, {{"one_way_ns", peer}});
+    MPI_Finalize();
+    return 0;
+  }
+  if (!peer_files.results.empty()) {
+    peer_name = "MPI one-way latency (half ping-pong, 8B), processes of its own at MPI_THREAD_SINGLE";
+    peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+      return bench::peer_apart::series(in, "one_way_ns");
+    });
+  } else if (mpi) {
+    bench::peer_apart::note_no_peer("R1");
   }
 
   std::vector<double> rill_values;
