@@ -9,9 +9,9 @@
 // active messages of 1024 pairs, each leaving as soon as it fills, so communication overlaps the
 // expansion (as the reference's AML aggregation does); the level ends once every rank has received
 // the pairs the others announced (one message per pair of ranks), and one allreduce says whether
-// any rank found new vertices. The peer, in the same processes under mpirun: the same expansion
-// into per-rank buffers, then MPI_Alltoall of the counts and MPI_Alltoallv of the pairs, and
-// MPI_Allreduce.
+// any rank found new vertices. The peer, under mpirun in processes of its own at MPI_THREAD_SINGLE
+// (peer_apart.hpp; bench/run G2 runs both): the same expansion into per-rank buffers, then
+// MPI_Alltoall of the counts and MPI_Alltoallv of the pairs, and MPI_Allreduce.
 //
 // A second pair of runs is direction-optimising (Beamer et al., SC 2012): once the frontier is large,
 // a level runs bottom-up -- each unvisited vertex looks for a parent among its neighbours in the
@@ -36,6 +36,7 @@
 #include "common.hpp"
 #include "kronecker.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -577,9 +578,61 @@ void record(const char* who, const bench::kronecker& g, const std::vector<std::u
 
 }  // namespace
 
+// The MPI peer, in processes of its own (peer_apart.hpp): every variant from the same roots, each
+// tree validated on rank 0. Returns, per variant, what rank 0 recorded.
+struct peer_figures {
+  std::vector<double> teps;
+  std::uint64_t bottom_up_levels = 0;
+};
+
+template <class Traversal>
+std::vector<peer_figures> mpi_peer_runs(const bench::kronecker& g, const std::vector<std::uint64_t>& label, int roots_n,
+                                        int variants, Traversal traversal, int& failures) {
+  std::vector<peer_figures> out(static_cast<std::size_t>(variants));
+  const int me = bench::mpi_peer::world_rank(), R = bench::mpi_peer::world_size();
+  const graph_part p = build(g, label, me, R);
+  mpi_bfs_buffers buffers;
+  const std::vector<std::uint64_t> roots = choose_roots(p, roots_n);
+  for (int v = 0; v < variants; ++v) {
+    mpi_bfs(p, roots.front(), traversal(v), buffers);  // untimed: its buffers' first touch
+    const std::uint64_t levels_before = buffers.bottom_up_levels;
+    for (std::uint64_t root : roots) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const auto t0 = bench::clock::now();
+      const std::vector<std::int64_t>& mine = mpi_bfs(p, root, traversal(v), buffers);
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double seconds = bench::seconds_since(t0);
+      std::vector<int> counts(static_cast<std::size_t>(R)), at(static_cast<std::size_t>(R));
+      const int n_mine = static_cast<int>(mine.size());
+      MPI_Gather(&n_mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+      std::vector<std::int64_t> all;
+      if (me == 0) {
+        int total = 0;
+        for (int r = 0; r < R; ++r) {
+          at[static_cast<std::size_t>(r)] = total;
+          total += counts[static_cast<std::size_t>(r)];
+        }
+        all.resize(static_cast<std::size_t>(total));
+      }
+      MPI_Gatherv(mine.data(), n_mine, MPI_INT64_T, all.data(), counts.data(), at.data(), MPI_INT64_T, 0,
+                  MPI_COMM_WORLD);
+      if (me == 0) {
+        std::vector<std::vector<std::int64_t>> shares(static_cast<std::size_t>(R));
+        for (int r = 0; r < R; ++r)
+          shares[static_cast<std::size_t>(r)].assign(
+              all.begin() + at[static_cast<std::size_t>(r)],
+              all.begin() + at[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)]);
+        record("mpi", g, label, shares, root, seconds, out[static_cast<std::size_t>(v)].teps, failures);
+      }
+    }
+    out[static_cast<std::size_t>(v)].bottom_up_levels = buffers.bottom_up_levels - levels_before;
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   const bool mpi = rill::launched_by_mpi_launcher();
-  if (mpi) bench::mpi_peer::init(argc, argv);
+  if (mpi) bench::peer_apart::init_mpi(argc, argv);
   CLI::App app{
       "G2: Graph500 BFS (Kronecker graph, 5 validation checks), top-down and direction-optimising, against "
       "the same algorithms in MPI"};
@@ -591,7 +644,10 @@ int main(int argc, char** argv) {
   app.add_option("--scale", scale, "log2 of the vertices")->check(CLI::Range(8, 22));
   app.add_option("--roots", roots_n, "BFS roots (Graph500: 64; at least 16 for the figure)")->check(CLI::Range(1, 64));
   app.add_flag("--quick", quick, "scale 12, 4 roots");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
+  bench::peer_apart::require_mpirun(peer_files, mpi, "rill_bench_g2");
   if (quick) {
     scale = std::min(scale, 12);
     roots_n = std::min(roots_n, 4);
@@ -607,47 +663,30 @@ int main(int argc, char** argv) {
     d.enabled = v == 1;
     return d;
   };
-  std::vector<double> peer_teps[variants];
-  std::uint64_t peer_bottom_up[variants] = {}, bottom_up[variants] = {};  // levels, over the timed roots
-  if (mpi) {
-    const int me = bench::mpi_peer::world_rank(), R = bench::mpi_peer::world_size();
-    const graph_part p = build(g, label, me, R);
-    mpi_bfs_buffers buffers;
-    const std::vector<std::uint64_t> roots = choose_roots(p, roots_n);
-    for (int v = 0; v < variants; ++v) {
-      mpi_bfs(p, roots.front(), traversal(v), buffers);  // untimed: its buffers' first touch
-      const std::uint64_t levels_before = buffers.bottom_up_levels;
-      for (std::uint64_t root : roots) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        const auto t0 = bench::clock::now();
-        const std::vector<std::int64_t>& mine = mpi_bfs(p, root, traversal(v), buffers);
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double seconds = bench::seconds_since(t0);
-        std::vector<int> counts(static_cast<std::size_t>(R)), at(static_cast<std::size_t>(R));
-        const int n_mine = static_cast<int>(mine.size());
-        MPI_Gather(&n_mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-        std::vector<std::int64_t> all;
-        if (me == 0) {
-          int total = 0;
-          for (int r = 0; r < R; ++r) {
-            at[static_cast<std::size_t>(r)] = total;
-            total += counts[static_cast<std::size_t>(r)];
-          }
-          all.resize(static_cast<std::size_t>(total));
-        }
-        MPI_Gatherv(mine.data(), n_mine, MPI_INT64_T, all.data(), counts.data(), at.data(), MPI_INT64_T, 0,
-                    MPI_COMM_WORLD);
-        if (me == 0) {
-          std::vector<std::vector<std::int64_t>> shares(static_cast<std::size_t>(R));
-          for (int r = 0; r < R; ++r)
-            shares[static_cast<std::size_t>(r)].assign(
-                all.begin() + at[static_cast<std::size_t>(r)],
-                all.begin() + at[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)]);
-          record("mpi", g, label, shares, root, seconds, peer_teps[v], failures);
-        }
-      }
-      peer_bottom_up[v] = buffers.bottom_up_levels - levels_before;
-    }
+  std::vector<peer_figures> peer(variants);
+  std::uint64_t bottom_up[variants] = {};  // levels, over the timed roots
+  const char* const program = "rill_bench_g2";
+  const nlohmann::json peer_config = {
+      {"ranks", mpi ? bench::mpi_peer::world_size() : 1}, {"scale", scale}, {"roots", roots_n}};
+  if (!peer_files.only.empty()) {
+    peer = mpi_peer_runs(g, label, roots_n, variants, traversal, failures);
+    nlohmann::json results = nlohmann::json::array();
+    for (const peer_figures& f : peer) results.push_back({{"teps", f.teps}, {"bottom_up_levels", f.bottom_up_levels}});
+    bench::peer_apart::write(peer_files.only, program, peer_config, results);
+    if (failures != 0) std::fprintf(stderr, "G2: %d of the MPI peer's trees failed validation\n", failures);
+    MPI_Finalize();
+    return failures == 0 ? 0 : 1;
+  }
+  if (!peer_files.results.empty()) {
+    peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+      if (!in.is_array() || in.size() != variants) throw std::runtime_error("not one result per variant");
+      std::vector<peer_figures> out;
+      for (const auto& j : in)
+        out.push_back({j.at("teps").get<std::vector<double>>(), j.at("bottom_up_levels").get<std::uint64_t>()});
+      return out;
+    });
+  } else if (mpi) {
+    bench::peer_apart::note_no_peer("G2");
   }
 
   std::vector<double> teps[variants];
@@ -699,10 +738,10 @@ int main(int argc, char** argv) {
     r.unit = "edges/s";
     r.higher_is_better = true;
     r.rill = {harmonic_mean(teps[v])};
-    if (mpi) {
+    if (!peer[static_cast<std::size_t>(v)].teps.empty()) {
       r.peer = v == 0 ? "Graph500 reference BFS algorithm in MPI (bitmap, 8-byte visits, MPI_Alltoallv per level)"
                       : "the same with bottom-up levels (MPI_Allgather of the frontier bitmap)";
-      r.peer_values = {harmonic_mean(peer_teps[v])};
+      r.peer_values = {harmonic_mean(peer[static_cast<std::size_t>(v)].teps)};
     }
     r.extra = {{"ranks", ranks},
                {"workers", workers},
@@ -711,9 +750,9 @@ int main(int argc, char** argv) {
                {"roots", roots_n},
                {"traversal", v == 1 ? "direction-optimising" : "top-down"},
                {"bottom_up_levels", bottom_up[v]},
-               {"peer_bottom_up_levels", peer_bottom_up[v]},
+               {"peer_bottom_up_levels", peer[static_cast<std::size_t>(v)].bottom_up_levels},
                {"validated", teps[v].size()},
-               {"peer_validated", peer_teps[v].size()},
+               {"peer_validated", peer[static_cast<std::size_t>(v)].teps.size()},
                {"validation_failures", failures}};
     bench::emit(r);
   }

@@ -6,10 +6,10 @@
 // the cost of resolving an index, with atomics on per-rank global pointers. Verification, HPCC style: the same updates
 // again must bring every word back to its start; `errors` counts the words that did not (HPCC allows 1%).
 //
-// Peers in the same run: under mpirun, MPI RMA in the same processes before Rill starts (a window
-// from MPI_Win_allocate, MPI_Accumulate with MPI_BXOR under MPI_Win_lock_all, flushed every 1024
-// updates); on the local transport, plain threads with std::atomic_ref XOR on one table, one per
-// Rill rank, taking turns with Rill's repetitions: the machine's random-update limit, which Rill's
+// Peers: under mpirun, MPI RMA in processes of its own at MPI_THREAD_SINGLE, seconds before Rill
+// (peer_apart.hpp; bench/run G3 runs both): a window from MPI_Win_allocate, MPI_Accumulate with MPI_BXOR under
+// MPI_Win_lock_all, flushed every 1024 updates); on the local transport, plain threads with std::atomic_ref XOR on one
+// table, one per Rill rank, taking turns with Rill's repetitions: the machine's random-update limit, which Rill's
 // ranks-as-threads can approach.
 #include <mpi.h>
 
@@ -25,6 +25,7 @@
 #include "common.hpp"
 #include "gups_stream.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -227,7 +228,7 @@ double threads_pass(const shape& s, std::uint64_t& errors) {
 
 int main(int argc, char** argv) {
   const bool mpi = rill::launched_by_mpi_launcher();
-  if (mpi) bench::mpi_peer::init(argc, argv);
+  if (mpi) bench::peer_apart::init_mpi(argc, argv);
   CLI::App app{"G3: GUPS with remote atomics and delegates, against MPI RMA (mpirun) or plain threads (local)"};
   app.allow_extras();  // --rill:* flags are for the runtime
   int reps = 5;
@@ -236,7 +237,10 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions")->check(CLI::Range(1, 100));
   app.add_option("--log-words", log_words, "log2 of the table words per rank")->check(CLI::Range(10, 26));
   app.add_flag("--quick", quick, "2^18 words per rank, 3 repetitions");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
+  bench::peer_apart::require_mpirun(peer_files, mpi, "rill_bench_g3");
   if (quick) {
     log_words = std::min(log_words, 18);
     reps = std::min(reps, 3);
@@ -245,7 +249,9 @@ int main(int argc, char** argv) {
   std::vector<double> peer;
   std::uint64_t peer_errors = 0;
   int ranks = mpi ? bench::mpi_peer::world_size() : 0;
-  if (mpi) {
+  const char* const program = "rill_bench_g3";
+  const nlohmann::json peer_config = {{"ranks", ranks}, {"log_words", log_words}, {"reps", reps}};
+  if (!peer_files.only.empty()) {
     const shape s{log_words, ranks, std::uint64_t{4} << log_words};
     for (int r = 0; r < reps; ++r) {
       std::uint64_t e = 0;
@@ -253,11 +259,21 @@ int main(int argc, char** argv) {
       peer_errors += e;
       if (bench::mpi_peer::world_rank() == 0) bench::progress("G3 mpi rma rep {}: {:.3g} updates/s", r, peer.back());
     }
+    bench::peer_apart::write(peer_files.only, program, peer_config, {{"updates_per_second", peer}});
+    if (peer_errors != 0) std::fprintf(stderr, "G3: the MPI peer lost %llu updates\n", (unsigned long long)peer_errors);
+    MPI_Finalize();
+    return peer_errors == 0 ? 0 : 1;
   }
+  if (!peer_files.results.empty())
+    peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+      return bench::peer_apart::series(in, "updates_per_second");
+    });
+  else if (mpi)
+    bench::peer_apart::note_no_peer("G3");
 
   const std::vector<std::string> args(argv, argv + argc);
   rill_runs runs;
-  std::string peer_name = "MPI RMA (MPI_Accumulate BXOR, flush per 1024)";
+  std::string peer_name = "MPI RMA (MPI_Accumulate BXOR, flush per 1024), processes of its own at MPI_THREAD_SINGLE";
   if (mpi) {
     run_rill(args, log_words, reps, runs);
   } else {

@@ -10,10 +10,10 @@
 // rank's keys sorted, each rank's last key <= the next rank's first, and the count and the sum
 // of all keys preserved (`errors` counts the failed checks, 0 when all hold).
 //
-// Under mpirun -np 2: the MPI peer first (std::sort, MPI_Allgather of samples, MPI_Alltoall of
-// counts, MPI_Alltoallv, std::inplace_merge), then Rill on the mpi transport with the workers
-// given (--rill:workers). On one rank (no mpirun): Rill with the workers given, and TBB's
-// parallel_sort of the same keys as the peer.
+// Under mpirun -np 2: the MPI peer in processes of its own at MPI_THREAD_SINGLE (std::sort,
+// MPI_Allgather of samples, MPI_Alltoall of counts, MPI_Alltoallv, std::inplace_merge;
+// peer_apart.hpp), then Rill on the mpi transport with the workers given (--rill:workers). On one rank (no mpirun):
+// Rill with the workers given, and TBB's parallel_sort of the same keys as the peer.
 #include <tbb/global_control.h>
 #include <tbb/parallel_sort.h>
 #include <CLI/CLI.hpp>
@@ -26,6 +26,7 @@
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -250,7 +251,7 @@ std::string pow2(std::size_t n) {
 
 int main(int argc, char** argv) {
   const bool mpi = rill::launched_by_mpi_launcher();
-  if (mpi) bench::mpi_peer::init(argc, argv);
+  if (mpi) bench::peer_apart::init_mpi(argc, argv);
   CLI::App app{"H1: SampleSort of 64-bit keys, Rill vs MPI alltoallv + std::sort and TBB parallel_sort"};
   app.allow_extras();  // --rill:* flags are for the runtime
   int reps = 5;
@@ -259,7 +260,10 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions");
   app.add_option("--keys", per_rank, "keys per rank");
   app.add_flag("--quick", quick, "2^20 keys per rank, 3 repetitions");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
+  bench::peer_apart::require_mpirun(peer_files, mpi, "rill_bench_h1");
   if (quick) {
     per_rank = std::min(per_rank, std::size_t{1} << 20);
     reps = std::min(reps, 3);
@@ -276,10 +280,12 @@ int main(int argc, char** argv) {
 
   std::vector<double> peer;
   std::vector<phases> peer_phases, rill_phases;
+  nlohmann::json peer_phase_medians;
   int peer_errors = 0;
   std::string peer_name;
-  if (mpi) {
-    peer_name = "MPI alltoallv + std::sort";
+  const char* const program = "rill_bench_h1";
+  const nlohmann::json peer_config = {{"ranks", ranks}, {"keys_per_rank", per_rank}, {"reps", reps}};
+  if (!peer_files.only.empty()) {
     std::vector<key> received;
     for (int r = 0; r < reps; ++r) {
       int e = 0;
@@ -288,6 +294,20 @@ int main(int argc, char** argv) {
       peer_errors += e;
       if (me == 0) bench::progress("H1 mpi rep {}: {:.3g} keys/s", r, peer.back());
     }
+    bench::peer_apart::write(peer_files.only, program, peer_config,
+                             {{"keys_per_second", peer}, {"phases", phase_medians(peer_phases)}});
+    if (peer_errors != 0) std::fprintf(stderr, "H1: the MPI peer's sort was wrong %d times\n", peer_errors);
+    MPI_Finalize();
+    return peer_errors == 0 ? 0 : 1;
+  }
+  if (!peer_files.results.empty()) {
+    peer_name = "MPI alltoallv + std::sort, processes of its own at MPI_THREAD_SINGLE";
+    peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+      peer_phase_medians = in.at("phases");
+      return bench::peer_apart::series(in, "keys_per_second");
+    });
+  } else if (mpi) {
+    bench::peer_apart::note_no_peer("H1");
   }
 
   std::vector<double> rill_rates;
@@ -340,7 +360,7 @@ int main(int argc, char** argv) {
                {"errors", errors},
                {"peer_errors", peer_errors},
                {"phases", phase_medians(rill_phases)}};
-    if (mpi) r.extra["peer_phases"] = phase_medians(peer_phases);
+    if (!peer_phase_medians.is_null()) r.extra["peer_phases"] = peer_phase_medians;
     bench::emit(r);
   }
   if (mpi) MPI_Finalize();

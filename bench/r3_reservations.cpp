@@ -11,18 +11,22 @@
 // grants/s on one rank on this machine kind, shared/anchors.md, printed as `reference`), and
 // "contended": one reservation for all chains of all ranks.
 //
-// Peer in the same processes, before the runtime starts: the same pattern with MPI one-sided
-// locks, one window per reservation index; a grant is MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner
-// rank) + MPI_Accumulate of 1 into the reservation's counter + MPI_Win_unlock. MPI locks block, so
-// the peer runs one chain per rank (its requests cannot be pipelined); the counters are checked
+// Peer, in processes of its own at MPI_THREAD_SINGLE (peer_apart.hpp; a singleton on one rank;
+// bench/run R3 runs both): the same pattern with MPI one-sided locks, one window per reservation index; a grant is
+// MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner rank) + MPI_Accumulate of 1 into the reservation's counter + MPI_Win_unlock.
+// MPI locks block, so the peer runs one chain per rank (its requests cannot be pipelined); the counters are checked
 // afterwards (`peer_errors`).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -141,10 +145,10 @@ double mpi_lock_chain(int per_rank, long grants, long& errors) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // MPI also on one rank (a singleton), for the peer. A singleton sets the launcher's variables,
+  // MPI also on one rank (a singleton), as the peer runs under mpirun. A singleton sets the launcher's variables,
   // so the choice of transport is made before, and passed to the runtime explicitly.
   const bool mpi = rill::launched_by_mpi_launcher();
-  bench::mpi_peer::init(argc, argv);
+  bench::peer_apart::init_mpi(argc, argv);
   std::vector<char*> rill_argv(argv, argv + argc);
   char local_flag[] = "--rill:transport=local";
   if (!mpi) rill_argv.push_back(local_flag);
@@ -163,6 +167,8 @@ int main(int argc, char** argv) {
   app.add_option("--reservations", p.per_rank, "reservations per rank");
   app.add_option("--peer-grants", peer_grants, "lock epochs per rank and repetition of the MPI peer");
   app.add_flag("--quick", quick, "small sizes");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 5);
@@ -172,15 +178,36 @@ int main(int argc, char** argv) {
   const int ranks = bench::mpi_peer::world_size();
   const std::vector<int> variants = {p.per_rank, 0};  // 0: contended
 
-  // The peer first, before the runtime's workers exist.
+  // The peer runs apart (peer_apart.hpp), at MPI_THREAD_SINGLE, under mpirun or as a singleton.
   std::vector<std::vector<double>> peer(variants.size());
   std::vector<long> peer_errors(variants.size(), 0);
-  for (std::size_t v = 0; v < variants.size(); ++v) {
-    mpi_lock_chain(variants[v], peer_grants / 10, peer_errors[v]);
-    for (int r = 0; r < reps; ++r) {
-      peer[v].push_back(mpi_lock_chain(variants[v], peer_grants, peer_errors[v]));
-      if (me == 0) bench::progress("R3 mpi  variant {} rep {}: {:.3g} grants/s", v, r, peer[v].back());
+  const char* const program = "rill_bench_r3";
+  const nlohmann::json peer_config = {
+      {"ranks", ranks}, {"reservations_per_rank", p.per_rank}, {"peer_grants", peer_grants}, {"reps", reps}};
+  if (!peer_files.only.empty()) {
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      mpi_lock_chain(variants[v], peer_grants / 10, peer_errors[v]);
+      for (int r = 0; r < reps; ++r) {
+        peer[v].push_back(mpi_lock_chain(variants[v], peer_grants, peer_errors[v]));
+        if (me == 0) bench::progress("R3 mpi  variant {} rep {}: {:.3g} grants/s", v, r, peer[v].back());
+      }
     }
+    bench::peer_apart::write(peer_files.only, program, peer_config,
+                             {{"grants_per_second", peer}, {"errors", peer_errors}});
+    MPI_Finalize();
+    return 0;
+  }
+  if (!peer_files.results.empty()) {
+    std::tie(peer, peer_errors) =
+        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+          auto rates = in.at("grants_per_second").get<std::vector<std::vector<double>>>();
+          auto errors = in.at("errors").get<std::vector<long>>();
+          if (rates.size() != variants.size() || errors.size() != variants.size())
+            throw std::runtime_error("not one series per variant");
+          return std::pair{rates, errors};
+        });
+  } else {
+    bench::peer_apart::note_no_peer("R3");
   }
 
   std::vector<std::vector<double>> rill_rates(variants.size());
@@ -216,7 +243,7 @@ int main(int argc, char** argv) {
       r.unit = "grants/s";
       r.higher_is_better = true;
       r.rill = rill_rates[v];
-      r.peer = "MPI_Win_lock exclusive + MPI_Accumulate, 1 chain/rank";
+      r.peer = "MPI_Win_lock exclusive + MPI_Accumulate, 1 chain/rank, processes of its own at MPI_THREAD_SINGLE";
       r.peer_values = peer[v];
       r.extra = {{"ranks", ranks},
                  {"workers", workers},
