@@ -20,19 +20,26 @@
 //                    KiB, which needs --rill:stack of at least 256KiB: the handler's argument copy
 //                    lives on the fiber stack (the default 64 KiB stack overflows).
 //
-// Peer in the same processes, while no runtime exists: MPI Isend/Irecv on MPI_COMM_WORLD with a
-// window of 64 and an ack per window (OSU message-rate style), for each payload size. Peer and Rill
-// repetitions alternate; each Rill repetition starts a runtime of its own.
+// Peer: MPI Isend/Irecv on MPI_COMM_WORLD with a window of 64 and an ack per window (OSU
+// message-rate style), for each payload size, in processes of its own at MPI_THREAD_SINGLE
+// (peer_apart.hpp: at SERIALIZED, which Rill's processes need, Open MPI 4.1 sends 8-byte messages
+// at 0.79 and 64 KiB at 0.88 of the rate). bench/run M4 starts the peer's run and Rill's together
+// and they take turns, repetition by repetition (--mpi-peer-turns); each Rill repetition starts a
+// runtime of its own.
 #include <CLI/CLI.hpp>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -164,7 +171,7 @@ struct rate_case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::mpi_peer::init(argc, argv);
+  bench::peer_apart::init_mpi(argc, argv);
   const int me = bench::mpi_peer::world_rank();
   if (bench::mpi_peer::world_size() != 2) {
     if (me == 0) std::fputs("M4: run with mpirun -np 2\n", stderr);
@@ -190,6 +197,8 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-bandwidth", bandwidth, "skip the 64 KiB bandwidth cases");
   app.add_flag("!--no-rate", rates, "skip the message-rate cases");
   app.add_flag("--array-64k", array_64k, "also 64 KiB as a std::array argument (needs --rill:stack=256KiB or more)");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 5);
@@ -226,11 +235,11 @@ int main(int argc, char** argv) {
   const long big_messages = count(8192);
   const int window = 64;
 
-  // Repetitions alternate between the MPI peer and Rill, each Rill repetition in a runtime of its
-  // own (the peer needs MPI_COMM_WORLD to itself): this host's memory bandwidth drifts between modes
-  // a factor of 2 apart over seconds, and when all peer repetitions ran before all Rill ones, a
-  // drift between the two halves set the ratio (0.6 to 1.4 for the same build). Within a
-  // repetition the side that goes first alternates too.
+  // Repetitions alternate between the MPI peer and Rill (with --mpi-peer-turns), each Rill
+  // repetition in a runtime of its own: this host's memory bandwidth drifts between modes a factor
+  // of 2 apart over seconds, and when all peer repetitions ran before all Rill ones, a drift
+  // between the two halves set the ratio (0.6 to 1.4 for the same build). Within a repetition the
+  // side that goes first alternates too.
   std::vector<std::vector<double>> peer(cases.size());
   std::vector<double> peer_bw;
   auto peer_repetition = [&](int r) {
@@ -247,6 +256,24 @@ int main(int argc, char** argv) {
       if (me == 0) bench::progress("M4 mpi  64KiB rep {}: {:.3f} GB/s", r, peer_bw.back());
     }
   };
+  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_m4");
+  const auto peer_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 0 : 1); };
+  const auto rill_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 1 : 0); };
+  const int results_turn = 2 * reps;  // the peer's results file is written
+  const char* const program = "rill_bench_m4";
+  nlohmann::json peer_config = {{"reps", reps}, {"scale", scale}, {"window", window}, {"bandwidth", !bigs.empty()}};
+  for (const rate_case& k : cases) peer_config["cases"].push_back({k.bytes, k.aggregated});
+  if (!peer_files.only.empty()) {
+    for (int r = 0; r < reps; ++r) {
+      turns.begin(peer_turn(r));
+      peer_repetition(r);
+      turns.end(peer_turn(r));
+    }
+    bench::peer_apart::write(peer_files.only, program, peer_config, {{"rates", peer}, {"bandwidth_gbps", peer_bw}});
+    turns.end(results_turn);
+    MPI_Finalize();
+    return 0;
+  }
 
   std::vector<std::vector<double>> rill_values(cases.size());
   std::vector<std::vector<double>> rill_bw(bigs.size());
@@ -285,14 +312,20 @@ int main(int argc, char** argv) {
     });
   };
 
+  if (peer_files.results.empty()) bench::peer_apart::note_no_peer("M4");
   for (int r = 0; r < reps; ++r) {
-    if (r % 2 == 0) {
-      peer_repetition(r);
-      rill_repetition(r);
-    } else {
-      rill_repetition(r);
-      peer_repetition(r);
-    }
+    turns.begin(rill_turn(r));
+    rill_repetition(r);
+    turns.end(rill_turn(r));
+  }
+  if (!peer_files.results.empty()) {
+    turns.wait_ended(results_turn);
+    std::tie(peer, peer_bw) =
+        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+          auto rates = in.at("rates").get<std::vector<std::vector<double>>>();
+          if (rates.size() != cases.size()) throw std::runtime_error("not one series per case");
+          return std::pair{rates, in.at("bandwidth_gbps").get<std::vector<double>>()};
+        });
   }
   for (std::size_t c = 0; c < cases.size(); ++c) {
     if (cases[c].aggregated) continue;
@@ -314,7 +347,8 @@ int main(int argc, char** argv) {
       r.unit = "msgs/s";
       r.higher_is_better = true;
       r.rill = rill_values[c];
-      r.peer = fmt::format("MPI Isend/Irecv window {}, {}B", window, k.bytes);
+      r.peer =
+          fmt::format("MPI Isend/Irecv window {}, {}B, processes of its own at MPI_THREAD_SINGLE", window, k.bytes);
       r.peer_values = peer[c];
       r.extra = {{"ranks", 2},
                  {"workers", workers},
@@ -337,7 +371,7 @@ int main(int argc, char** argv) {
       bw.unit = "GB/s";
       bw.higher_is_better = true;
       bw.rill = rill_bw[b];
-      bw.peer = fmt::format("MPI Isend/Irecv window {}, 64KiB", window);
+      bw.peer = fmt::format("MPI Isend/Irecv window {}, 64KiB, processes of its own at MPI_THREAD_SINGLE", window);
       bw.peer_values = peer_bw;
       bw.extra = {{"ranks", 2},           {"workers", workers},           {"transport", "mpi"},
                   {"payload_bytes", big}, {"messages", bigs[b].messages}, {"peer_messages", big_messages}};

@@ -7,6 +7,10 @@
 //   --mpi-peer-results F  the Rill run, which reports F's figures as its peer's.
 // F names the benchmark and the configuration it measured; a Rill run of another configuration
 // refuses it with the reason (exit 2), as it refuses a missing or corrupt file.
+//
+// Where the machine drifts within seconds (memory bandwidth, M4 and COPY), the two runs go at the
+// same time and take turns repetition by repetition (`turns`, --mpi-peer-turns DIR): each side
+// sleeps while the other measures.
 #pragma once
 
 #include <fmt/format.h>
@@ -14,11 +18,14 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +37,7 @@ namespace bench::peer_apart {
 struct files {
   std::string only;     // --mpi-peer-only
   std::string results;  // --mpi-peer-results
+  std::string turns;    // --mpi-peer-turns: a directory both runs share
 };
 
 // Whether argv asks for --mpi-peer-only: decided before MPI_Init, which may rewrite argv.
@@ -52,6 +60,9 @@ inline void add_options(CLI::App& app, files& f) {
   app.add_option("--mpi-peer-results", f.results,
                  "under mpirun: the file a --mpi-peer-only run of the same configuration wrote; its figures go "
                  "beside Rill's");
+  app.add_option("--mpi-peer-turns", f.turns,
+                 "with either of the above, for runs started together: take turns with the other run, "
+                 "repetition by repetition, through files in this directory");
 }
 
 // Exits 2 when the flags were given to a run that mpirun did not launch.
@@ -132,5 +143,51 @@ inline void note_no_peer(std::string_view id) {
         "first, then --mpi-peer-results FILE; bench/run {} does both)",
         id, id);
 }
+
+// Turns between a peer's run and Rill's, started together on the same cores: turn k may begin once
+// turn k - 1 has ended. A run's rank 0 ends a turn by creating DIR/turn.<k> after a barrier of its
+// ranks, and waits for one (every rank sleeps meanwhile, so the side that measures has the cores).
+class turns {
+ public:
+  // `who` names this side in the error a stalled wait ends with.
+  turns(std::string dir, std::string who) : dir_(std::move(dir)), who_(std::move(who)) {}
+
+  bool on() const { return !dir_.empty(); }
+
+  // Waits until turn k - 1 has ended (at once for k = 0, or without a directory).
+  void begin(int k) const {
+    if (on() && k > 0) wait_ended(k - 1);
+  }
+
+  void end(int k) const {
+    if (!on()) return;
+    mpi_peer::sleeping_barrier();
+    if (mpi_peer::world_rank() == 0) std::ofstream(marker(k)).put('\n');
+  }
+
+  // Waits until turn k has ended; aborts the job after `limit` (the other run failed).
+  void wait_ended(int k, std::chrono::seconds limit = std::chrono::seconds(120)) const {
+    if (!on()) return;
+    if (mpi_peer::world_rank() == 0) {
+      const auto deadline = clock::now() + limit;
+      while (!std::filesystem::exists(marker(k))) {
+        if (clock::now() > deadline) {
+          std::fprintf(stderr,
+                       "%s: --mpi-peer-turns: turn %d did not end within %lld s in '%s' (the other run failed?)\n",
+                       who_.c_str(), k, static_cast<long long>(limit.count()), dir_.c_str());
+          MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    mpi_peer::sleeping_barrier();
+  }
+
+ private:
+  std::string marker(int k) const { return dir_ + "/turn." + std::to_string(k); }
+
+  std::string dir_;
+  std::string who_;
+};
 
 }  // namespace bench::peer_apart
