@@ -5,20 +5,25 @@
 // struct-of-arrays transpose of two 8-byte fields over 1 Mi points. Peer in the same process: one
 // memcpy of the same 16 MiB between two buffers of their own (the machine's copy rate).
 // Remote: 16 MiB (one field of 2 Mi doubles) from an instance on rank 0 to one on rank 1, into
-// system and into registered memory. Peer in the same processes, while no runtime exists: MPI
-// Isend/Irecv of 16 MiB messages, a window of 4 (OSU bandwidth style).
+// system and into registered memory. Peer: MPI Isend/Irecv of 16 MiB messages, a window of 4 (OSU
+// bandwidth style), in processes of its own at MPI_THREAD_SINGLE (peer_apart.hpp), which also
+// time the memcpy.
 // GB/s = bytes of field data moved / time from the copy's call to its event.
 //
-// Repetitions alternate peer and Rill, each Rill repetition in a runtime of its own (M4 does the
+// Repetitions alternate peer and Rill, each Rill repetition in a runtime of its own: bench/run
+// starts the peer's run and Rill's together, and they take turns (--mpi-peer-turns; M4 does the
 // same, for the memory-bandwidth drift of these hosts).
 #include <CLI/CLI.hpp>
 
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -80,7 +85,7 @@ double memcpy_rate() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::mpi_peer::init(argc, argv);
+  bench::peer_apart::init_mpi(argc, argv);
   const int me = bench::mpi_peer::world_rank();
   if (bench::mpi_peer::world_size() != 2) {
     if (me == 0) std::fputs("COPY: run under mpirun -np 2\n", stderr);
@@ -93,6 +98,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "fewer repetitions");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 5);
 
@@ -127,17 +134,36 @@ int main(int argc, char** argv) {
       }
     });
   };
-  for (int r = 0; r < reps; ++r) {
-    if (r % 2 == 0) {
+  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_copy");
+  const auto peer_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 0 : 1); };
+  const auto rill_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 1 : 0); };
+  const int results_turn = 2 * reps;  // the peer's results file is written
+  const char* const program = "rill_bench_copy";
+  const nlohmann::json peer_config = {{"reps", reps}, {"bytes", bytes}};
+  if (!peer_files.only.empty()) {
+    for (int r = 0; r < reps; ++r) {
+      turns.begin(peer_turn(r));
       peer_repetition(r);
-      bench::mpi_peer::sleeping_barrier();
-      rill_repetition(r);
-    } else {
-      rill_repetition(r);
-      bench::mpi_peer::sleeping_barrier();
-      peer_repetition(r);
+      turns.end(peer_turn(r));
     }
-    bench::mpi_peer::sleeping_barrier();
+    bench::peer_apart::write(peer_files.only, program, peer_config,
+                             {{"memcpy_gbps", peer_memcpy}, {"mpi_gbps", peer_mpi}});
+    turns.end(results_turn);
+    MPI_Finalize();
+    return 0;
+  }
+  if (peer_files.results.empty()) bench::peer_apart::note_no_peer("COPY");
+  for (int r = 0; r < reps; ++r) {
+    turns.begin(rill_turn(r));
+    rill_repetition(r);
+    turns.end(rill_turn(r));
+  }
+  if (!peer_files.results.empty()) {
+    turns.wait_ended(results_turn);
+    std::tie(peer_memcpy, peer_mpi) =
+        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+          return std::pair{bench::peer_apart::series(in, "memcpy_gbps"), bench::peer_apart::series(in, "mpi_gbps")};
+        });
   }
 
   if (me == 0) {
@@ -150,9 +176,14 @@ int main(int argc, char** argv) {
     const char* names[] = {"soa system rank 0 -> system rank 1, 16 MiB",
                            "soa system rank 0 -> registered rank 1, 16 MiB"};
     for (std::size_t c = 0; c < remote_dst.size(); ++c) {
-      bench::result res{
-          "COPY",  names[c], "copy bandwidth", "GB/s", true, rill_remote[c], "MPI Isend/Irecv 16 MiB, window 4",
-          peer_mpi};
+      bench::result res{"COPY",
+                        names[c],
+                        "copy bandwidth",
+                        "GB/s",
+                        true,
+                        rill_remote[c],
+                        "MPI Isend/Irecv 16 MiB, window 4, processes of its own at MPI_THREAD_SINGLE",
+                        peer_mpi};
       res.extra = {{"bytes", bytes}, {"ranks", 2}, {"transport", "mpi"}};
       bench::emit(res);
     }
