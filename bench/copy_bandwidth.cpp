@@ -134,32 +134,22 @@ int main(int argc, char** argv) {
       }
     });
   };
-  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_copy");
-  const auto peer_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 0 : 1); };
-  const auto rill_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 1 : 0); };
-  const int results_turn = 2 * reps;  // the peer's results file is written
+  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_copy", reps);
+  using side = bench::peer_apart::turns::side;
   const char* const program = "rill_bench_copy";
   const nlohmann::json peer_config = {{"reps", reps}, {"bytes", bytes}};
   if (!peer_files.only.empty()) {
-    for (int r = 0; r < reps; ++r) {
-      turns.begin(peer_turn(r));
-      peer_repetition(r);
-      turns.end(peer_turn(r));
-    }
+    turns.take(side::peer, peer_repetition);
     bench::peer_apart::write(peer_files.only, program, peer_config,
                              {{"memcpy_gbps", peer_memcpy}, {"mpi_gbps", peer_mpi}});
-    turns.end(results_turn);
+    turns.results_written();
     MPI_Finalize();
     return 0;
   }
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("COPY");
-  for (int r = 0; r < reps; ++r) {
-    turns.begin(rill_turn(r));
-    rill_repetition(r);
-    turns.end(rill_turn(r));
-  }
+  turns.take(side::rill, rill_repetition);
   if (!peer_files.results.empty()) {
-    turns.wait_ended(results_turn);
+    turns.wait_for_results();
     std::tie(peer_memcpy, peer_mpi) =
         bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
           return std::pair{bench::peer_apart::series(in, "memcpy_gbps"), bench::peer_apart::series(in, "mpi_gbps")};

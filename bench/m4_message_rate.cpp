@@ -256,21 +256,15 @@ int main(int argc, char** argv) {
       if (me == 0) bench::progress("M4 mpi  64KiB rep {}: {:.3f} GB/s", r, peer_bw.back());
     }
   };
-  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_m4");
-  const auto peer_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 0 : 1); };
-  const auto rill_turn = [](int r) { return 2 * r + (r % 2 == 0 ? 1 : 0); };
-  const int results_turn = 2 * reps;  // the peer's results file is written
+  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_m4", reps);
+  using side = bench::peer_apart::turns::side;
   const char* const program = "rill_bench_m4";
   nlohmann::json peer_config = {{"reps", reps}, {"scale", scale}, {"window", window}, {"bandwidth", !bigs.empty()}};
   for (const rate_case& k : cases) peer_config["cases"].push_back({k.bytes, k.aggregated});
   if (!peer_files.only.empty()) {
-    for (int r = 0; r < reps; ++r) {
-      turns.begin(peer_turn(r));
-      peer_repetition(r);
-      turns.end(peer_turn(r));
-    }
+    turns.take(side::peer, peer_repetition);
     bench::peer_apart::write(peer_files.only, program, peer_config, {{"rates", peer}, {"bandwidth_gbps", peer_bw}});
-    turns.end(results_turn);
+    turns.results_written();
     MPI_Finalize();
     return 0;
   }
@@ -313,13 +307,9 @@ int main(int argc, char** argv) {
   };
 
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("M4");
-  for (int r = 0; r < reps; ++r) {
-    turns.begin(rill_turn(r));
-    rill_repetition(r);
-    turns.end(rill_turn(r));
-  }
+  turns.take(side::rill, rill_repetition);
   if (!peer_files.results.empty()) {
-    turns.wait_ended(results_turn);
+    turns.wait_for_results();
     std::tie(peer, peer_bw) =
         bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
           auto rates = in.at("rates").get<std::vector<std::vector<double>>>();

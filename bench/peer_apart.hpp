@@ -144,31 +144,46 @@ inline void note_no_peer(std::string_view id) {
         id, id);
 }
 
-// Turns between a peer's run and Rill's, started together on the same cores: turn k may begin once
-// turn k - 1 has ended. A run's rank 0 ends a turn by creating DIR/turn.<k> after a barrier of its
-// ranks, and waits for one (every rank sleeps meanwhile, so the side that measures has the cores).
+// Turns between a peer's run and Rill's, started together on the same cores, repetition by
+// repetition: the peer goes first in even repetitions and Rill in odd ones, so that neither always
+// follows the other. Turn k may begin once turn k - 1 has ended; a run's rank 0 ends a turn by
+// creating DIR/turn.<k> after a barrier of its ranks, and waits for one while every rank sleeps, so
+// the side that measures has the cores. Without a directory each side runs its repetitions at once.
 class turns {
  public:
+  enum class side { peer, rill };
+
   // `who` names this side in the error a stalled wait ends with.
-  turns(std::string dir, std::string who) : dir_(std::move(dir)), who_(std::move(who)) {}
+  turns(std::string dir, std::string who, int reps) : dir_(std::move(dir)), who_(std::move(who)), reps_(reps) {}
 
-  bool on() const { return !dir_.empty(); }
-
-  // Waits until turn k - 1 has ended (at once for k = 0, or without a directory).
-  void begin(int k) const {
-    if (on() && k > 0) wait_ended(k - 1);
+  // Runs repetition(r) for r = 0 .. reps - 1, each in this side's turn.
+  template <class F>
+  void take(side s, F&& repetition) const {
+    for (int r = 0; r < reps_; ++r) {
+      const int k = 2 * r + ((s == side::peer) == (r % 2 == 0) ? 0 : 1);
+      if (k > 0) wait_ended(k - 1);
+      repetition(r);
+      end(k);
+    }
   }
 
+  // The peer's side, once it has written its results file: says the file is complete.
+  void results_written() const { end(2 * reps_); }
+  // Rill's side: waits until the peer's results file is complete.
+  void wait_for_results() const { wait_ended(2 * reps_); }
+
+ private:
   void end(int k) const {
-    if (!on()) return;
+    if (dir_.empty()) return;
     mpi_peer::sleeping_barrier();
     if (mpi_peer::world_rank() == 0) std::ofstream(marker(k)).put('\n');
   }
 
-  // Waits until turn k has ended; aborts the job after `limit` (the other run failed).
-  void wait_ended(int k, std::chrono::seconds limit = std::chrono::seconds(120)) const {
-    if (!on()) return;
+  // Waits until turn k has ended; aborts the job after two minutes (the other run failed).
+  void wait_ended(int k) const {
+    if (dir_.empty()) return;
     if (mpi_peer::world_rank() == 0) {
+      const auto limit = std::chrono::seconds(120);
       const auto deadline = clock::now() + limit;
       while (!std::filesystem::exists(marker(k))) {
         if (clock::now() > deadline) {
@@ -183,11 +198,11 @@ class turns {
     mpi_peer::sleeping_barrier();
   }
 
- private:
   std::string marker(int k) const { return dir_ + "/turn." + std::to_string(k); }
 
   std::string dir_;
   std::string who_;
+  int reps_;
 };
 
 }  // namespace bench::peer_apart
