@@ -430,12 +430,8 @@ int main(int argc, char** argv) {
     MPI_Allreduce(MPI_IN_PLACE, &spi, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     spi /= cores;
   } else {
-    cores = 0;
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a.rfind("--rill:workers=", 0) == 0) cores = std::atoi(a.c_str() + 15);
-    }
-    if (cores <= 0) cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    cores = bench::peer_apart::rill_workers(argc, argv,
+                                            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     std::vector<double> per(static_cast<std::size_t>(cores));
     std::vector<std::thread> th;
     for (int i = 0; i < cores; ++i)

@@ -19,23 +19,28 @@
 //   localized instance each task, deferred end to end: acquire the reservation, copy the
 //                      histogram into an instance in its own system memory, reduce there with plain
 //                      adds, copy it back, release -- serial across tasks and ranks
-// Peers in the same processes: MPI_Accumulate(MPI_SUM) of one long per reduction into a window on
-// rank 0 under MPI_Win_lock_all, flushed every 1024 (R / 16 each), and -- the machine's limit for
-// one rank -- a plain loop adding into a private std::vector<long> over the same buckets
-// (`plain loop`, rank 0, one thread, T x R reductions).
+// Peers, in processes of their own at MPI_THREAD_SINGLE that take turns with Rill's repetition by
+// repetition (peer_apart.hpp; bench/run R4 starts both): MPI_Accumulate(MPI_SUM) of one long per
+// reduction into a window on rank 0 under MPI_Win_lock_all, flushed every 1024 (R / 16 each, T
+// from --rill:workers), and -- the machine's limit for one rank -- a plain loop adding into a
+// private std::vector<long> over the same buckets (`plain loop`, rank 0, one thread, T x R
+// reductions).
 // Every way's histogram is checked: its buckets sum to the reductions made. Realm's reducetest
 // did ~8 M reductions/s on this machine kind (shared/anchors.md), printed as `reference`.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -347,7 +352,7 @@ double plain_loop(const shape& s, int tasks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::mpi_peer::init(argc, argv);
+  bench::peer_apart::init_mpi(argc, argv);
   const int me = bench::mpi_peer::world_rank(), ranks = bench::mpi_peer::world_size();
   CLI::App app{"R4: histogram reductions five ways against MPI_Accumulate"};
   app.allow_extras();
@@ -355,6 +360,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "smaller dense case, fewer repetitions");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 3);
   const std::vector<shape> shapes{{"dense", 256 * 1024, quick ? 1L << 20 : 4L << 20},
@@ -365,9 +372,10 @@ int main(int argc, char** argv) {
     bool ok = true;
   };
   std::vector<series> out(shapes.size());
-  int workers = 1, rill_ranks = 1;
+  int workers = bench::peer_apart::rill_workers(argc, argv, 1);  // the peer's tasks per rank
+  int rill_ranks = 1;
   bool local = false;
-  for (int rep = 0; rep < reps; ++rep) {
+  const auto peer_repetition = [&](int) {
     for (std::size_t k = 0; k < shapes.size(); ++k) {
       bool ok = true;
       const long few = std::max(1024L, shapes[k].per_task / 16);
@@ -375,7 +383,8 @@ int main(int argc, char** argv) {
       out[k].ok = out[k].ok && ok;
       if (me == 0) out[k].plain.push_back(plain_loop(shapes[k], workers));
     }
-    bench::mpi_peer::sleeping_barrier();
+  };
+  const auto rill_repetition = [&](int rep) {
     std::vector<char*> args(argv, argv + argc + 1);
     int args_count = argc;
     rill::runtime rt(args_count, args.data());
@@ -405,7 +414,35 @@ int main(int argc, char** argv) {
             out[k].single.back() / 1e6, out[k].read_write.back() / 1e6, out[k].localized.back() / 1e6);
       }
     });
-    bench::mpi_peer::sleeping_barrier();
+  };
+  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_r4", reps);
+  using side = bench::peer_apart::turns::side;
+  const char* const program = "rill_bench_r4";
+  const auto peer_config = [&] {
+    return nlohmann::json{{"ranks", ranks}, {"tasks", workers}, {"reps", reps}, {"quick", quick}};
+  };
+  if (!peer_files.only.empty()) {
+    turns.take(side::peer, peer_repetition);
+    nlohmann::json results = nlohmann::json::array();
+    for (const series& o : out) results.push_back({{"mpi", o.mpi}, {"plain", o.plain}, {"checked", o.ok}});
+    bench::peer_apart::write(peer_files.only, program, peer_config(), results);
+    turns.results_written();
+    MPI_Finalize();
+    return std::all_of(out.begin(), out.end(), [](const series& o) { return o.ok; }) ? 0 : 1;
+  }
+  if (peer_files.results.empty()) bench::peer_apart::note_no_peer("R4");
+  turns.take(side::rill, rill_repetition);
+  if (!peer_files.results.empty()) {
+    turns.wait_for_results();
+    bench::peer_apart::read_or_exit(peer_files.results, program, peer_config(), [&](const nlohmann::json& in) {
+      if (!in.is_array() || in.size() != out.size()) throw std::runtime_error("not one result per shape");
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        out[k].mpi = in[k].at("mpi").get<std::vector<double>>();
+        out[k].plain = in[k].at("plain").get<std::vector<double>>();
+        out[k].ok = out[k].ok && in[k].at("checked").get<bool>();
+      }
+      return 0;
+    });
   }
   if (me == 0) {
     for (std::size_t k = 0; k < shapes.size(); ++k) {
