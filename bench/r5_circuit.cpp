@@ -35,9 +35,11 @@
 //             operation's precondition immediately before issuing it, with no precondition -- the
 //             method of §9.3 ("wait for events in the application code immediately before the
 //             dependent operation rather than supplying them as preconditions").
-// Peer in the same processes: a bulk-synchronous MPI version on plain arrays (one piece set per
-// rank; ghost voltages and ghost charges exchanged with persistent Isend/Irecv, receives posted a
-// phase ahead, contiguous buffers), the same arithmetic in the same wire order.
+// Peer, in processes of its own at MPI_THREAD_SINGLE that take turns with Rill's repetition by
+// repetition (peer_apart.hpp; bench/run R5 starts both): a bulk-synchronous MPI version on plain
+// arrays (one piece set per rank; ghost voltages and ghost charges exchanged with persistent
+// Isend/Irecv, receives posted a phase ahead, contiguous buffers), the same arithmetic in the same
+// wire order. Its final voltages travel with its times, for the check.
 // Metric: time per step (the run from the first issue to the last completion, over steps). Check:
 // the final voltages of deferred, implicit and MPI agree within a relative 1e-9 (max |a - b| over
 // max |a|): charges from several pieces reach a shared node in different orders, so the last bits
@@ -46,6 +48,8 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <tuple>
+#include <utility>
 
 #include <algorithm>
 #include <cmath>
@@ -59,6 +63,7 @@
 #include "circuit_regions.hpp"
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "rill/rill.hpp"
 
 namespace {
@@ -474,7 +479,7 @@ double run_mpi(const circuit& c, std::vector<double>& voltages) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::mpi_peer::init(argc, argv);
+  bench::peer_apart::init_mpi(argc, argv);
   const int me = bench::mpi_peer::world_rank(), mpi_ranks = bench::mpi_peer::world_size();
   CLI::App app{"R5: a Circuit-like application, deferred against implicit, and bulk-synchronous MPI"};
   app.allow_extras();
@@ -491,6 +496,8 @@ int main(int argc, char** argv) {
   app.add_flag("!--ungrouped", prm.grouped, "number shared nodes in random order (sparse spaces of many rects)");
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "fewer steps and repetitions");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 3);
@@ -517,11 +524,31 @@ int main(int argc, char** argv) {
   }
 
   std::vector<double> deferred, implicit, regions, mpi;
+  std::vector<double> mpi_v;  // the MPI version's final voltages (rank 0), the same in every repetition
   double diff_deferred = 0, diff_implicit = 0, diff_regions = 0, diff_rill = 0, max_voltage = 0;
   bench::mpi_peer::rill_shape shape;
-  for (int rep = 0; rep < reps; ++rep) {
-    std::vector<double> mpi_v;
-    mpi.push_back(run_mpi(ckt, mpi_v));
+  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_r5", reps);
+  using side = bench::peer_apart::turns::side;
+  const char* const program = "rill_bench_r5";
+  const nlohmann::json peer_config = {{"ranks", mpi_ranks}, {"pieces", prm.pieces},   {"nodes", prm.nodes},
+                                      {"wires", prm.wires}, {"cross", prm.cross_pct}, {"iterations", prm.iterations},
+                                      {"steps", prm.steps}, {"grouped", prm.grouped}, {"reps", reps}};
+  if (!peer_files.only.empty()) {
+    turns.take(side::peer, [&](int rep) {
+      mpi.push_back(run_mpi(ckt, mpi_v));
+      if (me == 0) bench::progress("R5 rep {}: MPI {:.3f} ms/step", rep, mpi.back() * 1e3);
+    });
+    bench::peer_apart::write(peer_files.only, program, peer_config, {{"seconds_per_step", mpi}, {"voltages", mpi_v}});
+    turns.results_written();
+    MPI_Finalize();
+    return 0;
+  }
+  if (peer_files.results.empty()) {
+    bench::peer_apart::note_no_peer("R5");
+    if (me == 0) bench::progress("R5: without the MPI version, the final voltages are checked between Rill's versions");
+  }
+  std::vector<std::vector<double>> rill_v;  // per repetition: deferred, implicit, regions
+  turns.take(side::rill, [&](int rep) {
     shape = bench::mpi_peer::rill_repetition(argc, argv, [&] {
       const std::vector<piece> pieces = create_pieces(ckt);
       // Rotate which goes first, so that none always runs on a warmer machine.
@@ -537,23 +564,32 @@ int main(int argc, char** argv) {
         (run_implicit ? implicit : deferred).push_back(t);
         (run_implicit ? v_implicit : v_deferred) = rill_voltages(pieces);
       }
-      diff_deferred = std::max(diff_deferred, relative_difference(mpi_v, v_deferred));
-      diff_implicit = std::max(diff_implicit, relative_difference(mpi_v, v_implicit));
-      diff_regions = std::max(diff_regions, relative_difference(mpi_v, v_regions));
       diff_rill = std::max(diff_rill, relative_difference(v_implicit, v_deferred));
-      for (double x : mpi_v) max_voltage = std::max(max_voltage, std::abs(x));
-      bench::progress(
-          "R5 rep {}: deferred {:.3f} ms/step, implicit {:.3f} ms/step, regions {:.3f} ms/step, MPI {:.3f} ms/step; "
-          "max relative difference to MPI {:.2e} / {:.2e} / {:.2e}",
-          rep, deferred.back() * 1e3, implicit.back() * 1e3, regions.back() * 1e3, mpi.back() * 1e3,
-          relative_difference(mpi_v, v_deferred), relative_difference(mpi_v, v_implicit),
-          relative_difference(mpi_v, v_regions));
+      diff_regions = std::max(diff_regions, relative_difference(v_deferred, v_regions));
+      bench::progress("R5 rep {}: deferred {:.3f} ms/step, implicit {:.3f} ms/step, regions {:.3f} ms/step", rep,
+                      deferred.back() * 1e3, implicit.back() * 1e3, regions.back() * 1e3);
+      rill_v.insert(rill_v.end(), {std::move(v_deferred), std::move(v_implicit), std::move(v_regions)});
       std::vector<rill::event> gone;
       for (const piece& p : pieces)
         for (rill::instance i : {p.inst.priv, p.inst.shared, p.inst.ghost, p.inst.fold, p.inst.wires})
           gone.push_back(i.destroy());
       rill::merge(gone).wait();
     });
+  });
+  if (!peer_files.results.empty()) {
+    turns.wait_for_results();
+    std::tie(mpi, mpi_v) =
+        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+          return std::pair{bench::peer_apart::series(in, "seconds_per_step"),
+                           in.at("voltages").get<std::vector<double>>()};
+        });
+    diff_regions = 0;  // against MPI's from here
+    for (std::size_t i = 0; i + 2 < rill_v.size(); i += 3) {
+      diff_deferred = std::max(diff_deferred, relative_difference(mpi_v, rill_v[i]));
+      diff_implicit = std::max(diff_implicit, relative_difference(mpi_v, rill_v[i + 1]));
+      diff_regions = std::max(diff_regions, relative_difference(mpi_v, rill_v[i + 2]));
+    }
+    for (double x : mpi_v) max_voltage = std::max(max_voltage, std::abs(x));
   }
   int ok = std::max({diff_deferred, diff_implicit, diff_regions, diff_rill}) <= tolerance ? 1 : 0;
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
