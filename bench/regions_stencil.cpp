@@ -18,8 +18,10 @@
 //             this strip's step before that last read it; the strip's step after its halo copies,
 //             its own step before, and the copies out of it of the step before (which read what
 //             it overwrites). The whole run is issued at once; the issuer yields after each step.
-//   MPI       (the peer, in the same processes; stencil_mpi.cpp) one block of rows per rank with a
-//             halo row either side; per step MPI_Irecv/MPI_Isend of the two halo rows,
+//   MPI       (the peer, stencil_mpi.cpp; in processes of its own at MPI_THREAD_SINGLE that take
+//             turns with Rill's repetition by repetition, peer_apart.hpp, and write their final
+//             grid beside their results for the check) one block of rows per rank with a halo row
+//             either side; per step MPI_Irecv/MPI_Isend of the two halo rows,
 //             MPI_Waitall, then the block's rows: the Parallel Research Kernels' Stencil (MPI1) on
 //             a 1D cut.
 // All three run the same row kernel (stencil.hpp). Metric: time per step (first issue to last
@@ -28,13 +30,18 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <tuple>
+#include <utility>
 
 #include <cstdio>
+#include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
 #include "mpi_peer.hpp"
+#include "peer_apart.hpp"
 #include "stencil.hpp"
 
 namespace {
@@ -137,8 +144,25 @@ double run_explicit(const params& prm, const std::vector<piece>& pieces, std::ve
 
 }  // namespace
 
+// The MPI version's final grid (rank 0's), as raw doubles in a file beside the peer's results: 16
+// MiB would not go well in JSON.
+void write_grid(const std::string& file, const std::vector<double>& grid) {
+  std::ofstream f(file, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(grid.data()), static_cast<std::streamsize>(grid.size() * sizeof(double)));
+  if (!f) throw std::runtime_error("cannot write " + file);
+}
+
+std::vector<double> read_grid(const std::string& file, std::size_t points) {
+  std::ifstream f(file, std::ios::binary);
+  std::vector<double> grid(points);
+  f.read(reinterpret_cast<char*>(grid.data()), static_cast<std::streamsize>(points * sizeof(double)));
+  if (!f || f.peek() != std::ifstream::traits_type::eof())
+    throw std::runtime_error(file + " does not hold " + std::to_string(points) + " doubles");
+  return grid;
+}
+
 int main(int argc, char** argv) {
-  bench::mpi_peer::init(argc, argv);
+  bench::peer_apart::init_mpi(argc, argv);
   const int me = bench::mpi_peer::world_rank(), mpi_ranks = bench::mpi_peer::world_size();
   CLI::App app{"REGIONS stencil: a 2D stencil on logical regions, with explicit copies, and bulk-synchronous MPI"};
   app.allow_extras();
@@ -151,6 +175,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", prm.steps, "steps per run");
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "fewer steps and repetitions");
+  bench::peer_apart::files peer_files;
+  bench::peer_apart::add_options(app, peer_files);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 3);
@@ -170,9 +196,32 @@ int main(int argc, char** argv) {
   std::vector<double> explicit_s, regions_s, mpi_s;
   double diff_explicit = 0, diff_regions = 0;
   bench::mpi_peer::rill_shape shape;
-  for (int rep = 0; rep < reps; ++rep) {
+  const bench::peer_apart::turns turns(peer_files.turns, "rill_bench_regions_stencil", reps);
+  using side = bench::peer_apart::turns::side;
+  const char* const program = "rill_bench_regions_stencil";
+  const nlohmann::json peer_config = {{"ranks", mpi_ranks},   {"width", prm.width}, {"height", prm.height},
+                                      {"pieces", prm.pieces}, {"steps", prm.steps}, {"reps", reps}};
+  if (!peer_files.only.empty()) {
     std::vector<double> mpi_v;
-    mpi_s.push_back(run_mpi(prm, mpi_v));
+    turns.take(side::peer, [&](int rep) {
+      mpi_s.push_back(run_mpi(prm, mpi_v));
+      if (me == 0) bench::progress("REGIONS stencil rep {}: MPI {:.3f} ms/step", rep, mpi_s.back() * 1e3);
+    });
+    const std::string grid_file = peer_files.only + ".grid";
+    if (me == 0) write_grid(grid_file, mpi_v);
+    bench::peer_apart::write(peer_files.only, program, peer_config,
+                             {{"seconds_per_step", mpi_s}, {"grid_file", grid_file}});
+    turns.results_written();
+    MPI_Finalize();
+    return 0;
+  }
+  if (peer_files.results.empty()) {
+    bench::peer_apart::note_no_peer("REGIONS stencil");
+    if (me == 0)
+      bench::progress("REGIONS stencil: without the MPI version, the final grids are checked against each other");
+  }
+  std::vector<std::vector<double>> rill_v;  // per repetition: explicit, regions
+  turns.take(side::rill, [&](int rep) {
     shape = bench::mpi_peer::rill_repetition(argc, argv, [&] {
       const std::vector<piece> pieces = create_pieces(prm);
       const grid_regions regions = make_regions(prm);
@@ -190,17 +239,32 @@ int main(int argc, char** argv) {
         else
           regions_s.push_back(run_regions(prm, regions, v_regions));
       }
-      diff_explicit = std::max(diff_explicit, bench::relative_difference(mpi_v, v_explicit));
-      diff_regions = std::max(diff_regions, bench::relative_difference(mpi_v, v_regions));
-      bench::progress(
-          "REGIONS stencil rep {}: regions {:.3f} ms/step, explicit {:.3f} ms/step, MPI {:.3f} ms/step; relative "
-          "difference to MPI {:.1e} / {:.1e}",
-          rep, regions_s.back() * 1e3, explicit_s.back() * 1e3, mpi_s.back() * 1e3,
-          bench::relative_difference(mpi_v, v_regions), bench::relative_difference(mpi_v, v_explicit));
+      diff_regions = std::max(diff_regions, bench::relative_difference(v_explicit, v_regions));
+      bench::progress("REGIONS stencil rep {}: regions {:.3f} ms/step, explicit {:.3f} ms/step", rep,
+                      regions_s.back() * 1e3, explicit_s.back() * 1e3);
+      rill_v.push_back(std::move(v_explicit));
+      rill_v.push_back(std::move(v_regions));
       std::vector<rill::event> gone;
       for (const piece& p : pieces) gone.push_back(p.s.inst.destroy());
       rill::merge(gone).wait();
     });
+  });
+  if (!peer_files.results.empty()) {
+    turns.wait_for_results();
+    std::vector<double> mpi_v;  // rank 0's: its final grid
+    std::tie(mpi_s, mpi_v) =
+        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+          const auto points = static_cast<std::size_t>(prm.width * prm.height);
+          return std::pair{bench::peer_apart::series(in, "seconds_per_step"),
+                           me == 0 ? read_grid(in.at("grid_file").get<std::string>(), points) : std::vector<double>{}};
+        });
+    if (me == 0) {
+      diff_regions = 0;  // against MPI's from here
+      for (std::size_t i = 0; i + 1 < rill_v.size(); i += 2) {
+        diff_explicit = std::max(diff_explicit, bench::relative_difference(mpi_v, rill_v[i]));
+        diff_regions = std::max(diff_regions, bench::relative_difference(mpi_v, rill_v[i + 1]));
+      }
+    }
   }
   int ok = std::max(diff_explicit, diff_regions) <= tolerance ? 1 : 0;
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
