@@ -1,6 +1,6 @@
 // Shared helpers of the benchmark programs: timing, repetition statistics, and the JSON line every
 // measurement ends as (the contract in BENCHMARKS.md: id, case, metric, unit, value = median, min,
-// max, runs, higher_is_better, and peer, peer_value, ratio where a peer ran in the same process).
+// max, runs, higher_is_better, and peer, peer_value, ratio where a peer ran in the same run).
 // Only result lines go to standard output; progress goes to standard error.
 #pragma once
 

@@ -2,8 +2,8 @@
 //
 // Local, on rank 0, 16 MiB each: a field of 2 Mi doubles between struct-of-arrays instances
 // (system -> system, system -> registered, registered -> system), and an array-of-structs <->
-// struct-of-arrays transpose of two 8-byte fields over 1 Mi points. Peer in the same process: one
-// memcpy of the same 16 MiB between two buffers of their own (the machine's copy rate).
+// struct-of-arrays transpose of two 8-byte fields over 1 Mi points. Peer, in the MPI peer's rank 0
+// (below): one memcpy of the same 16 MiB between two buffers of their own (the machine's copy rate).
 // Remote: 16 MiB (one field of 2 Mi doubles) from an instance on rank 0 to one on rank 1, into
 // system and into registered memory. Peer: MPI Isend/Irecv of 16 MiB messages, a window of 4 (OSU
 // bandwidth style), in processes of its own at MPI_THREAD_SINGLE (peer_apart.hpp), which also

@@ -1,5 +1,7 @@
-// The MPI peers of M4 and M5, run on MPI_COMM_WORLD in the same processes as Rill (before the
-// runtime starts its workers). Rank 0 is the sender and times; rank 1 is the receiver.
+// MPI for the benchmark programs: the MPI levels they initialise (a peer's own processes at
+// MPI_THREAD_SINGLE, Rill's at MPI_THREAD_SERIALIZED; peer_apart.hpp runs the two apart), the
+// OSU-style message rate and the ping-pong of M4, M5, R1 and COPY (rank 0 the sender, which times;
+// rank 1 the receiver), and a Rill repetition between sleeping barriers.
 #pragma once
 
 #include <mpi.h>
