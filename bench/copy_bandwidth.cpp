@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "fewer repetitions");
   bench::peer_apart::files peer_files;
-  bench::peer_apart::add_options(app, peer_files);
+  bench::peer_apart::add_options(app, peer_files, true);
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 5);
 
@@ -139,7 +139,8 @@ int main(int argc, char** argv) {
   const char* const program = "rill_bench_copy";
   const nlohmann::json peer_config = {{"reps", reps}, {"bytes", bytes}};
   if (!peer_files.only.empty()) {
-    turns.take(side::peer, peer_repetition);
+    turns.take(side::peer, peer_config, peer_repetition);
+    turns.before_results();
     bench::peer_apart::write(peer_files.only, program, peer_config,
                              {{"memcpy_gbps", peer_memcpy}, {"mpi_gbps", peer_mpi}});
     turns.results_written();
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("COPY");
-  turns.take(side::rill, rill_repetition);
+  turns.take(side::rill, peer_config, rill_repetition);
   if (!peer_files.results.empty()) {
     turns.wait_for_results();
     std::tie(peer_memcpy, peer_mpi) =

@@ -670,18 +670,23 @@ int main(int argc, char** argv) {
       {"ranks", mpi ? bench::mpi_peer::world_size() : 1}, {"scale", scale}, {"roots", roots_n}};
   if (!peer_files.only.empty()) {
     peer = mpi_peer_runs(g, label, roots_n, variants, traversal, failures);
-    nlohmann::json results = nlohmann::json::array();
-    for (const peer_figures& f : peer) results.push_back({{"teps", f.teps}, {"bottom_up_levels", f.bottom_up_levels}});
-    bench::peer_apart::write(peer_files.only, program, peer_config, results);
+    nlohmann::json variants_out = nlohmann::json::array();
+    for (const peer_figures& f : peer)
+      variants_out.push_back({{"teps", f.teps}, {"bottom_up_levels", f.bottom_up_levels}});
+    bench::peer_apart::write(peer_files.only, program, peer_config,
+                             {{"variants", variants_out}, {"validation_failures", failures}});
     if (failures != 0) std::fprintf(stderr, "G2: %d of the MPI peer's trees failed validation\n", failures);
     MPI_Finalize();
     return failures == 0 ? 0 : 1;
   }
   if (!peer_files.results.empty()) {
     peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
-      if (!in.is_array() || in.size() != variants) throw std::runtime_error("not one result per variant");
+      const nlohmann::json& per_variant = in.at("variants");
+      if (!per_variant.is_array() || per_variant.size() != variants)
+        throw std::runtime_error("not one result per variant");
+      failures += in.at("validation_failures").get<int>();  // the peer's trees count as before
       std::vector<peer_figures> out;
-      for (const auto& j : in)
+      for (const auto& j : per_variant)
         out.push_back({j.at("teps").get<std::vector<double>>(), j.at("bottom_up_levels").get<std::uint64_t>()});
       return out;
     });

@@ -259,13 +259,15 @@ int main(int argc, char** argv) {
       peer_errors += e;
       if (bench::mpi_peer::world_rank() == 0) bench::progress("G3 mpi rma rep {}: {:.3g} updates/s", r, peer.back());
     }
-    bench::peer_apart::write(peer_files.only, program, peer_config, {{"updates_per_second", peer}});
+    bench::peer_apart::write(peer_files.only, program, peer_config,
+                             {{"updates_per_second", peer}, {"errors", peer_errors}});
     if (peer_errors != 0) std::fprintf(stderr, "G3: the MPI peer lost %llu updates\n", (unsigned long long)peer_errors);
     MPI_Finalize();
     return peer_errors == 0 ? 0 : 1;
   }
   if (!peer_files.results.empty())
-    peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+    peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+      peer_errors = in.at("errors").get<std::uint64_t>();  // words the peer's updates left wrong
       return bench::peer_apart::series(in, "updates_per_second");
     });
   else if (mpi)

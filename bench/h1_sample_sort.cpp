@@ -294,8 +294,9 @@ int main(int argc, char** argv) {
       peer_errors += e;
       if (me == 0) bench::progress("H1 mpi rep {}: {:.3g} keys/s", r, peer.back());
     }
-    bench::peer_apart::write(peer_files.only, program, peer_config,
-                             {{"keys_per_second", peer}, {"phases", phase_medians(peer_phases)}});
+    bench::peer_apart::write(
+        peer_files.only, program, peer_config,
+        {{"keys_per_second", peer}, {"phases", phase_medians(peer_phases)}, {"errors", peer_errors}});
     if (peer_errors != 0) std::fprintf(stderr, "H1: the MPI peer's sort was wrong %d times\n", peer_errors);
     MPI_Finalize();
     return peer_errors == 0 ? 0 : 1;
@@ -304,6 +305,7 @@ int main(int argc, char** argv) {
     peer_name = "MPI alltoallv + std::sort, processes of its own at MPI_THREAD_SINGLE";
     peer = bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
       peer_phase_medians = in.at("phases");
+      peer_errors = in.at("errors").get<int>();  // failed checks of the peer's sorts
       return bench::peer_apart::series(in, "keys_per_second");
     });
   } else if (mpi) {

@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-rate", rates, "skip the message-rate cases");
   app.add_flag("--array-64k", array_64k, "also 64 KiB as a std::array argument (needs --rill:stack=256KiB or more)");
   bench::peer_apart::files peer_files;
-  bench::peer_apart::add_options(app, peer_files);
+  bench::peer_apart::add_options(app, peer_files, true);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 5);
@@ -262,7 +262,8 @@ int main(int argc, char** argv) {
   nlohmann::json peer_config = {{"reps", reps}, {"scale", scale}, {"window", window}, {"bandwidth", !bigs.empty()}};
   for (const rate_case& k : cases) peer_config["cases"].push_back({k.bytes, k.aggregated});
   if (!peer_files.only.empty()) {
-    turns.take(side::peer, peer_repetition);
+    turns.take(side::peer, peer_config, peer_repetition);
+    turns.before_results();
     bench::peer_apart::write(peer_files.only, program, peer_config, {{"rates", peer}, {"bandwidth_gbps", peer_bw}});
     turns.results_written();
     MPI_Finalize();
@@ -307,7 +308,7 @@ int main(int argc, char** argv) {
   };
 
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("M4");
-  turns.take(side::rill, rill_repetition);
+  turns.take(side::rill, peer_config, rill_repetition);
   if (!peer_files.results.empty()) {
     turns.wait_for_results();
     std::tie(peer, peer_bw) =

@@ -68,15 +68,17 @@ inline int rill_workers(int argc, char** argv, int fallback) {
   return workers > 0 ? workers : fallback;
 }
 
-inline void add_options(CLI::App& app, files& f) {
+// The flags; --mpi-peer-turns only for a benchmark that takes turns.
+inline void add_options(CLI::App& app, files& f, bool with_turns = false) {
   app.add_option("--mpi-peer-only", f.only,
                  "under mpirun: run only the MPI peer, at MPI_THREAD_SINGLE, and write its results to this file");
   app.add_option("--mpi-peer-results", f.results,
                  "under mpirun: the file a --mpi-peer-only run of the same configuration wrote; its figures go "
                  "beside Rill's");
-  app.add_option("--mpi-peer-turns", f.turns,
-                 "with either of the above, for runs started together: take turns with the other run, "
-                 "repetition by repetition, through files in this directory");
+  if (with_turns)
+    app.add_option("--mpi-peer-turns", f.turns,
+                   "with either of the above, for runs started together: take turns with the other run, "
+                   "repetition by repetition, through files in this (empty) directory");
 }
 
 // Exits 2 when the flags were given to a run that mpirun did not launch.
@@ -100,11 +102,21 @@ inline void write(const std::string& file, std::string_view bench, const nlohman
   out["results"] = results;
   std::ofstream f(file);
   f << out.dump() << "\n";
+  f.close();
   if (!f) {
     std::fprintf(stderr, "%.*s: cannot write the MPI peer's results to '%s'\n", static_cast<int>(bench.size()),
                  bench.data(), file.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+}
+
+// Where `in` differs from `config` (every key of `config` must be in `in`, equal), or "".
+inline std::string mismatch(const nlohmann::json& in, const nlohmann::json& config) {
+  for (auto it = config.begin(); it != config.end(); ++it)
+    if (!in.contains(it.key()) || in[it.key()] != it.value())
+      return fmt::format("has {} = {}, this run {}", it.key(), in.contains(it.key()) ? in[it.key()].dump() : "nothing",
+                         it.value().dump());
+  return "";
 }
 
 // The "results" of `file`, after checking that `bench` wrote it for `config` (every key equal).
@@ -120,10 +132,7 @@ inline nlohmann::json read(const std::string& file, std::string_view bench, cons
   }
   if (!in.is_object() || in.value("kind", "") != kind(bench))
     throw std::runtime_error(fmt::format("not what {} --mpi-peer-only writes", bench));
-  for (auto it = config.begin(); it != config.end(); ++it)
-    if (!in.contains(it.key()) || in[it.key()] != it.value())
-      throw std::runtime_error(fmt::format("has {} = {}, this run {}", it.key(),
-                                           in.contains(it.key()) ? in[it.key()].dump() : "nothing", it.value().dump()));
+  if (const std::string why = mismatch(in, config); !why.empty()) throw std::runtime_error(why);
   if (!in.contains("results")) throw std::runtime_error("it has no results");
   return in["results"];
 }
@@ -160,61 +169,101 @@ inline void note_no_peer(std::string_view id) {
 
 // Turns between a peer's run and Rill's, started together on the same cores, repetition by
 // repetition: the peer goes first in even repetitions and Rill in odd ones, so that neither always
-// follows the other. Turn k may begin once turn k - 1 has ended; a run's rank 0 ends a turn by
-// creating DIR/turn.<k> after a barrier of its ranks, and the other side's ranks sleep until it
-// appears, so that the side that measures has the cores. Without a directory each side runs its
-// repetitions at once.
+// follows the other. Files in the shared directory say what has happened; every rank waits for
+// the file itself, asleep on an inotify watch, so that the side that measures has the cores:
+//   peer.config, rill.config  each side's configuration, written once it is set up and checked
+//                             by the other before any turn (a mismatch stops both at once);
+//   turn.<k>                  turn k has ended (made by the side's rank 0 after a barrier);
+//   results.ready             the peer's results file is complete (after the last turn, so that
+//                             the peer's teardown does not fall into Rill's turn either).
+// Without a directory each side runs its repetitions at once.
 class turns {
  public:
   enum class side { peer, rill };
 
-  // `who` names this side in the error a stalled wait ends with.
+  // `who` names this side in its errors.
   turns(std::string dir, std::string who, int reps) : dir_(std::move(dir)), who_(std::move(who)), reps_(reps) {}
 
-  // Runs repetition(r) for r = 0 .. reps - 1, each in this side's turn.
+  // Runs repetition(r) for r = 0 .. reps - 1, each in this side's turn, after checking that the
+  // other side runs the same `config`.
   template <class F>
-  void take(side s, F&& repetition) const {
+  void take(side s, const nlohmann::json& config, F&& repetition) const {
+    meet(s, config);
     for (int r = 0; r < reps_; ++r) {
       const int k = 2 * r + ((s == side::peer) == (r % 2 == 0) ? 0 : 1);
-      if (k > 0) wait_ended(k - 1);
+      if (k > 0) wait_for(turn(k - 1));
       repetition(r);
-      end(k);
+      end(turn(k));
     }
   }
 
+  // The peer's side, before it writes its results file: waits for Rill's last turn to end.
+  void before_results() const {
+    if (reps_ > 0) wait_for(turn(2 * reps_ - 1));
+  }
   // The peer's side, once it has written its results file: says the file is complete.
-  void results_written() const { end(2 * reps_); }
+  void results_written() const { end("results.ready"); }
   // Rill's side: waits until the peer's results file is complete.
-  void wait_for_results() const { wait_ended(2 * reps_); }
+  void wait_for_results() const { wait_for("results.ready"); }
 
  private:
-  void end(int k) const {
-    if (dir_.empty()) return;
-    mpi_peer::sleeping_barrier();
-    if (mpi_peer::world_rank() == 0) std::ofstream(marker(k)).put('\n');
+  static std::string turn(int k) { return "turn." + std::to_string(k); }
+
+  [[noreturn]] void fail(const std::string& why) const {
+    std::fprintf(stderr, "%s: --mpi-peer-turns: '%s': %s\n", who_.c_str(), dir_.c_str(), why.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    std::abort();
   }
 
-  // Waits until turn k has ended; aborts the job after two minutes (the other run failed). Every
-  // rank waits for the marker itself, blocked on an inotify watch of the directory: a side that
-  // woke up to look (even every 200 us) would take the cores from the side that measures, and
-  // MPI_Accumulate's passive target lost a third of its rate to that.
-  void wait_ended(int k) const {
+  // Publishes this side's configuration and checks the other's. The directory must hold nothing
+  // but the other side's configuration (no turn of either side can have ended yet): a run's
+  // leftovers would let both sides measure at once, or Rill read an old run's results.
+  void meet(side s, const nlohmann::json& config) const {
+    if (dir_.empty()) return;
+    const bool peer = s == side::peer;
+    const std::string mine = peer ? "peer.config" : "rill.config";
+    const std::string theirs = peer ? "rill.config" : "peer.config";
+    if (mpi_peer::world_rank() == 0) {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(dir_, ec))
+        if (const std::string n = e.path().filename(); !n.starts_with(theirs))
+          fail("holds " + n + " (leftovers of another run?): it must be empty");
+      if (ec) fail(ec.message());
+      const std::string path = dir_ + "/" + mine;
+      std::ofstream(path + ".part") << config.dump() << "\n";
+      std::filesystem::rename(path + ".part", path, ec);  // seen whole or not at all
+      if (ec) fail("cannot write " + mine + ": " + ec.message());
+    }
+    wait_for(theirs);
+    nlohmann::json other;
+    try {
+      std::ifstream(dir_ + "/" + theirs) >> other;
+    } catch (const nlohmann::json::exception& e) {
+      fail(theirs + " is not JSON: " + e.what());
+    }
+    if (const std::string why = mismatch(other, config); !why.empty())
+      fail(fmt::format("the {} run {}", peer ? "Rill" : "peer", why));
+  }
+
+  void end(const std::string& name) const {
+    if (dir_.empty()) return;
+    mpi_peer::sleeping_barrier();
+    if (mpi_peer::world_rank() == 0) std::ofstream(dir_ + "/" + name).put('\n');
+  }
+
+  // Waits until the file `name` exists; gives up after two minutes (the other run failed). The
+  // watch is set up before the first look, so a file made in between is seen. A side that woke up
+  // to look (even every 200 us) would take the cores from the side that measures: MPI_Accumulate's
+  // passive target lost a third of its rate to that.
+  void wait_for(const std::string& name) const {
     if (dir_.empty()) return;
     const int watch = inotify_init1(IN_CLOEXEC);
-    if (watch < 0 || inotify_add_watch(watch, dir_.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
-      std::fprintf(stderr, "%s: --mpi-peer-turns: cannot watch '%s'\n", who_.c_str(), dir_.c_str());
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    if (watch < 0 || inotify_add_watch(watch, dir_.c_str(), IN_CREATE | IN_MOVED_TO) < 0) fail("cannot watch it");
     const auto limit = std::chrono::seconds(120);
     const auto deadline = clock::now() + limit;
-    // Looked for after the watch exists, so that a marker made in between is seen.
-    while (!std::filesystem::exists(marker(k))) {
-      if (clock::now() > deadline) {
-        std::fprintf(stderr,
-                     "%s: --mpi-peer-turns: turn %d did not end within %lld s in '%s' (the other run failed?)\n",
-                     who_.c_str(), k, static_cast<long long>(limit.count()), dir_.c_str());
-        MPI_Abort(MPI_COMM_WORLD, 2);
-      }
+    while (!std::filesystem::exists(dir_ + "/" + name)) {
+      if (clock::now() > deadline)
+        fail(fmt::format("{} did not appear within {} s (the other run failed?)", name, limit.count()));
       pollfd p{watch, POLLIN, 0};
       if (poll(&p, 1, 1000) > 0) {
         char events[4096];
@@ -223,8 +272,6 @@ class turns {
     }
     close(watch);
   }
-
-  std::string marker(int k) const { return dir_ + "/turn." + std::to_string(k); }
 
   std::string dir_;
   std::string who_;

@@ -361,7 +361,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "smaller dense case, fewer repetitions");
   bench::peer_apart::files peer_files;
-  bench::peer_apart::add_options(app, peer_files);
+  bench::peer_apart::add_options(app, peer_files, true);
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 3);
   const std::vector<shape> shapes{{"dense", 256 * 1024, quick ? 1L << 20 : 4L << 20},
@@ -422,16 +422,17 @@ int main(int argc, char** argv) {
     return nlohmann::json{{"ranks", ranks}, {"tasks", workers}, {"reps", reps}, {"quick", quick}};
   };
   if (!peer_files.only.empty()) {
-    turns.take(side::peer, peer_repetition);
+    turns.take(side::peer, peer_config(), peer_repetition);
     nlohmann::json results = nlohmann::json::array();
     for (const series& o : out) results.push_back({{"mpi", o.mpi}, {"plain", o.plain}, {"checked", o.ok}});
+    turns.before_results();
     bench::peer_apart::write(peer_files.only, program, peer_config(), results);
     turns.results_written();
     MPI_Finalize();
     return std::all_of(out.begin(), out.end(), [](const series& o) { return o.ok; }) ? 0 : 1;
   }
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("R4");
-  turns.take(side::rill, rill_repetition);
+  turns.take(side::rill, peer_config(), rill_repetition);
   if (!peer_files.results.empty()) {
     turns.wait_for_results();
     bench::peer_apart::read_or_exit(peer_files.results, program, peer_config(), [&](const nlohmann::json& in) {

@@ -497,7 +497,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "fewer steps and repetitions");
   bench::peer_apart::files peer_files;
-  bench::peer_apart::add_options(app, peer_files);
+  bench::peer_apart::add_options(app, peer_files, true);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 3);
@@ -534,10 +534,11 @@ int main(int argc, char** argv) {
                                       {"wires", prm.wires}, {"cross", prm.cross_pct}, {"iterations", prm.iterations},
                                       {"steps", prm.steps}, {"grouped", prm.grouped}, {"reps", reps}};
   if (!peer_files.only.empty()) {
-    turns.take(side::peer, [&](int rep) {
+    turns.take(side::peer, peer_config, [&](int rep) {
       mpi.push_back(run_mpi(ckt, mpi_v));
       if (me == 0) bench::progress("R5 rep {}: MPI {:.3f} ms/step", rep, mpi.back() * 1e3);
     });
+    turns.before_results();
     bench::peer_apart::write(peer_files.only, program, peer_config, {{"seconds_per_step", mpi}, {"voltages", mpi_v}});
     turns.results_written();
     MPI_Finalize();
@@ -548,7 +549,7 @@ int main(int argc, char** argv) {
     if (me == 0) bench::progress("R5: without the MPI version, the final voltages are checked between Rill's versions");
   }
   std::vector<std::vector<double>> rill_v;  // per repetition: deferred, implicit, regions
-  turns.take(side::rill, [&](int rep) {
+  turns.take(side::rill, peer_config, [&](int rep) {
     shape = bench::mpi_peer::rill_repetition(argc, argv, [&] {
       const std::vector<piece> pieces = create_pieces(ckt);
       // Rotate which goes first, so that none always runs on a warmer machine.

@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions");
   app.add_flag("--quick", quick, "fewer steps and repetitions");
   bench::peer_apart::files peer_files;
-  bench::peer_apart::add_options(app, peer_files);
+  bench::peer_apart::add_options(app, peer_files, true);
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     reps = std::min(reps, 3);
@@ -203,10 +203,11 @@ int main(int argc, char** argv) {
                                       {"pieces", prm.pieces}, {"steps", prm.steps}, {"reps", reps}};
   if (!peer_files.only.empty()) {
     std::vector<double> mpi_v;
-    turns.take(side::peer, [&](int rep) {
+    turns.take(side::peer, peer_config, [&](int rep) {
       mpi_s.push_back(run_mpi(prm, mpi_v));
       if (me == 0) bench::progress("REGIONS stencil rep {}: MPI {:.3f} ms/step", rep, mpi_s.back() * 1e3);
     });
+    turns.before_results();
     const std::string grid_file = peer_files.only + ".grid";
     if (me == 0) write_grid(grid_file, mpi_v);
     bench::peer_apart::write(peer_files.only, program, peer_config,
@@ -221,7 +222,7 @@ int main(int argc, char** argv) {
       bench::progress("REGIONS stencil: without the MPI version, the final grids are checked against each other");
   }
   std::vector<std::vector<double>> rill_v;  // per repetition: explicit, regions
-  turns.take(side::rill, [&](int rep) {
+  turns.take(side::rill, peer_config, [&](int rep) {
     shape = bench::mpi_peer::rill_repetition(argc, argv, [&] {
       const std::vector<piece> pieces = create_pieces(prm);
       const grid_regions regions = make_regions(prm);
@@ -251,12 +252,13 @@ int main(int argc, char** argv) {
   });
   if (!peer_files.results.empty()) {
     turns.wait_for_results();
-    std::vector<double> mpi_v;  // rank 0's: its final grid
+    // Every rank reads the grid (rank 0 compares it), so that a bad grid file stops every rank.
+    std::vector<double> mpi_v;
     std::tie(mpi_s, mpi_v) =
         bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
           const auto points = static_cast<std::size_t>(prm.width * prm.height);
           return std::pair{bench::peer_apart::series(in, "seconds_per_step"),
-                           me == 0 ? read_grid(in.at("grid_file").get<std::string>(), points) : std::vector<double>{}};
+                           read_grid(in.at("grid_file").get<std::string>(), points)};
         });
     if (me == 0) {
       diff_regions = 0;  // against MPI's from here
