@@ -140,19 +140,15 @@ int main(int argc, char** argv) {
   const nlohmann::json peer_config = {{"reps", reps}, {"bytes", bytes}};
   if (!peer_files.only.empty()) {
     turns.take(side::peer, peer_config, peer_repetition);
-    turns.before_results();
-    bench::peer_apart::write(peer_files.only, program, peer_config,
-                             {{"memcpy_gbps", peer_memcpy}, {"mpi_gbps", peer_mpi}});
-    turns.results_written();
+    turns.hand_over(peer_files.only, program, peer_config, {{"memcpy_gbps", peer_memcpy}, {"mpi_gbps", peer_mpi}});
     MPI_Finalize();
     return 0;
   }
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("COPY");
   turns.take(side::rill, peer_config, rill_repetition);
   if (!peer_files.results.empty()) {
-    turns.wait_for_results();
     std::tie(peer_memcpy, peer_mpi) =
-        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+        turns.collect(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
           return std::pair{bench::peer_apart::series(in, "memcpy_gbps"), bench::peer_apart::series(in, "mpi_gbps")};
         });
   }

@@ -263,9 +263,7 @@ int main(int argc, char** argv) {
   for (const rate_case& k : cases) peer_config["cases"].push_back({k.bytes, k.aggregated});
   if (!peer_files.only.empty()) {
     turns.take(side::peer, peer_config, peer_repetition);
-    turns.before_results();
-    bench::peer_apart::write(peer_files.only, program, peer_config, {{"rates", peer}, {"bandwidth_gbps", peer_bw}});
-    turns.results_written();
+    turns.hand_over(peer_files.only, program, peer_config, {{"rates", peer}, {"bandwidth_gbps", peer_bw}});
     MPI_Finalize();
     return 0;
   }
@@ -310,13 +308,11 @@ int main(int argc, char** argv) {
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("M4");
   turns.take(side::rill, peer_config, rill_repetition);
   if (!peer_files.results.empty()) {
-    turns.wait_for_results();
-    std::tie(peer, peer_bw) =
-        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
-          auto rates = in.at("rates").get<std::vector<std::vector<double>>>();
-          if (rates.size() != cases.size()) throw std::runtime_error("not one series per case");
-          return std::pair{rates, in.at("bandwidth_gbps").get<std::vector<double>>()};
-        });
+    std::tie(peer, peer_bw) = turns.collect(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+      auto rates = in.at("rates").get<std::vector<std::vector<double>>>();
+      if (rates.size() != cases.size()) throw std::runtime_error("not one series per case");
+      return std::pair{rates, in.at("bandwidth_gbps").get<std::vector<double>>()};
+    });
   }
   for (std::size_t c = 0; c < cases.size(); ++c) {
     if (cases[c].aggregated) continue;

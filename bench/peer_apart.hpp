@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -197,14 +198,24 @@ class turns {
     }
   }
 
-  // The peer's side, before it writes its results file: waits for Rill's last turn to end.
+  // The peer's side, before it writes anything for Rill: waits for Rill's last turn to end.
   void before_results() const {
     if (reps_ > 0) wait_for(turn(2 * reps_ - 1));
   }
-  // The peer's side, once it has written its results file: says the file is complete.
-  void results_written() const { end("results.ready"); }
-  // Rill's side: waits until the peer's results file is complete.
-  void wait_for_results() const { wait_for("results.ready"); }
+  // The peer's side: after Rill's last turn, writes its results file (peer_apart::write) and says
+  // the file is complete.
+  void hand_over(const std::string& file, std::string_view bench, const nlohmann::json& config,
+                 const nlohmann::json& results) const {
+    before_results();
+    write(file, bench, config, results);
+    end("results.ready");
+  }
+  // Rill's side: waits until the peer's results file is complete, then read_or_exit()s it.
+  template <class Extract>
+  auto collect(const std::string& file, std::string_view bench, const nlohmann::json& config, Extract&& extract) const {
+    wait_for("results.ready");
+    return read_or_exit(file, bench, config, std::forward<Extract>(extract));
+  }
 
  private:
   static std::string turn(int k) { return "turn." + std::to_string(k); }

@@ -425,17 +425,14 @@ int main(int argc, char** argv) {
     turns.take(side::peer, peer_config(), peer_repetition);
     nlohmann::json results = nlohmann::json::array();
     for (const series& o : out) results.push_back({{"mpi", o.mpi}, {"plain", o.plain}, {"checked", o.ok}});
-    turns.before_results();
-    bench::peer_apart::write(peer_files.only, program, peer_config(), results);
-    turns.results_written();
+    turns.hand_over(peer_files.only, program, peer_config(), results);
     MPI_Finalize();
     return std::all_of(out.begin(), out.end(), [](const series& o) { return o.ok; }) ? 0 : 1;
   }
   if (peer_files.results.empty()) bench::peer_apart::note_no_peer("R4");
   turns.take(side::rill, peer_config(), rill_repetition);
   if (!peer_files.results.empty()) {
-    turns.wait_for_results();
-    bench::peer_apart::read_or_exit(peer_files.results, program, peer_config(), [&](const nlohmann::json& in) {
+    turns.collect(peer_files.results, program, peer_config(), [&](const nlohmann::json& in) {
       if (!in.is_array() || in.size() != out.size()) throw std::runtime_error("not one result per shape");
       for (std::size_t k = 0; k < out.size(); ++k) {
         out[k].mpi = in[k].at("mpi").get<std::vector<double>>();

@@ -538,9 +538,7 @@ int main(int argc, char** argv) {
       mpi.push_back(run_mpi(ckt, mpi_v));
       if (me == 0) bench::progress("R5 rep {}: MPI {:.3f} ms/step", rep, mpi.back() * 1e3);
     });
-    turns.before_results();
-    bench::peer_apart::write(peer_files.only, program, peer_config, {{"seconds_per_step", mpi}, {"voltages", mpi_v}});
-    turns.results_written();
+    turns.hand_over(peer_files.only, program, peer_config, {{"seconds_per_step", mpi}, {"voltages", mpi_v}});
     MPI_Finalize();
     return 0;
   }
@@ -578,12 +576,9 @@ int main(int argc, char** argv) {
     });
   });
   if (!peer_files.results.empty()) {
-    turns.wait_for_results();
-    std::tie(mpi, mpi_v) =
-        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
-          return std::pair{bench::peer_apart::series(in, "seconds_per_step"),
-                           in.at("voltages").get<std::vector<double>>()};
-        });
+    std::tie(mpi, mpi_v) = turns.collect(peer_files.results, program, peer_config, [](const nlohmann::json& in) {
+      return std::pair{bench::peer_apart::series(in, "seconds_per_step"), in.at("voltages").get<std::vector<double>>()};
+    });
     diff_regions = 0;  // against MPI's from here
     for (std::size_t i = 0; i + 2 < rill_v.size(); i += 3) {
       diff_deferred = std::max(diff_deferred, relative_difference(mpi_v, rill_v[i]));

@@ -207,12 +207,10 @@ int main(int argc, char** argv) {
       mpi_s.push_back(run_mpi(prm, mpi_v));
       if (me == 0) bench::progress("REGIONS stencil rep {}: MPI {:.3f} ms/step", rep, mpi_s.back() * 1e3);
     });
-    turns.before_results();
+    turns.before_results();  // the grid too is written after Rill's last turn
     const std::string grid_file = peer_files.only + ".grid";
     if (me == 0) write_grid(grid_file, mpi_v);
-    bench::peer_apart::write(peer_files.only, program, peer_config,
-                             {{"seconds_per_step", mpi_s}, {"grid_file", grid_file}});
-    turns.results_written();
+    turns.hand_over(peer_files.only, program, peer_config, {{"seconds_per_step", mpi_s}, {"grid_file", grid_file}});
     MPI_Finalize();
     return 0;
   }
@@ -251,15 +249,13 @@ int main(int argc, char** argv) {
     });
   });
   if (!peer_files.results.empty()) {
-    turns.wait_for_results();
     // Every rank reads the grid (rank 0 compares it), so that a bad grid file stops every rank.
     std::vector<double> mpi_v;
-    std::tie(mpi_s, mpi_v) =
-        bench::peer_apart::read_or_exit(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
-          const auto points = static_cast<std::size_t>(prm.width * prm.height);
-          return std::pair{bench::peer_apart::series(in, "seconds_per_step"),
-                           read_grid(in.at("grid_file").get<std::string>(), points)};
-        });
+    std::tie(mpi_s, mpi_v) = turns.collect(peer_files.results, program, peer_config, [&](const nlohmann::json& in) {
+      const auto points = static_cast<std::size_t>(prm.width * prm.height);
+      return std::pair{bench::peer_apart::series(in, "seconds_per_step"),
+                       read_grid(in.at("grid_file").get<std::string>(), points)};
+    });
     if (me == 0) {
       diff_regions = 0;  // against MPI's from here
       for (std::size_t i = 0; i + 1 < rill_v.size(); i += 2) {
