@@ -14,6 +14,7 @@ rank_core::rank_core(endpoint& ep, const rill::config& cfg)
             cfg.stack_bytes, cfg.idle_poll_us, cfg.inline_queue) {
   modules().add_unowned(msgr_);
   ep.on_arrival([this] { pool_.notify_arrival(); });
+  if (wake_word* shared = ep.sleep_word()) pool_.sleep_workers_on(*shared);
 }
 
 // The modules go first, the last added first: a module's state may refer to what lies below it

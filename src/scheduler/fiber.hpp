@@ -12,20 +12,7 @@
 
 #include <cstddef>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define RILL_ASAN 1
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define RILL_TSAN 1
-#endif
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RILL_ASAN 1
-#endif
-#if __has_feature(thread_sanitizer)
-#define RILL_TSAN 1
-#endif
-#endif
+#include "common/sanitizers.hpp"
 
 #if RILL_ASAN
 #include <sanitizer/common_interface_defs.h>

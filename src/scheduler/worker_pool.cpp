@@ -85,12 +85,12 @@ void worker_pool::submit_to_channel(task_record* t) {
     return;
   }
   channel_work_.push(t);
-  notify(channels_asleep_);
+  channels_asleep_.notify();
 }
 
 void worker_pool::submit_to_io(task_record* t) {
   io_work_.push(t);
-  notify(io_asleep_);
+  io_asleep_.notify();
 }
 
 task_record* worker_pool::steal_for(int thief) {
@@ -134,24 +134,17 @@ bool worker_pool::quiet() const {
   return active.load(std::memory_order_seq_cst) == 0;
 }
 
-void worker_pool::wake(sleep_group& group) {
-  std::lock_guard g(sleep_lock_);
-  ++group.epoch;
-  group.cv.notify_all();
-}
-
 template <class Done>
-void worker_pool::wait_in_group(const worker& w, std::chrono::microseconds limit, Done done) {
-  sleep_group& group = group_of(w);
-  std::unique_lock g(sleep_lock_);
-  const std::uint64_t epoch = group.epoch;
-  group.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  group.cv.wait_for(g, limit, [&] { return group.epoch != epoch || services_.stopping() || done(); });
-  group.sleepers.fetch_sub(1, std::memory_order_relaxed);
+void worker_pool::wait_on_word(const worker& w, std::chrono::microseconds limit, Done done) {
+  wake_word& word = word_of(w);
+  const std::uint32_t seen = word.seen();
+  word.announce();
+  if (!services_.stopping() && !done()) word.sleep(seen, limit);
+  word.withdraw();
 }
 
 void worker_pool::nap(const worker& w, unsigned us) {
-  wait_in_group(w, std::chrono::microseconds(us), [this] { return all_workers_busy(); });
+  wait_on_word(w, std::chrono::microseconds(us), [this] { return all_workers_busy(); });
 }
 
 void worker_pool::sleep(const worker& w, bool short_sleeps, int& backoff) {
@@ -160,7 +153,7 @@ void worker_pool::sleep(const worker& w, bool short_sleeps, int& backoff) {
   // the check for work after the announcement; the time limit is a last resort.
   using namespace std::chrono;
   const auto limit = short_sleeps ? microseconds(std::min(1000, 20 << std::min(backoff, 6))) : microseconds(5000);
-  wait_in_group(w, limit, [&] { return has_work(w); });
+  wait_on_word(w, limit, [&] { return has_work(w); });
   ++backoff;
 }
 

@@ -11,24 +11,25 @@
 // too: it polls the network in the workers' stead and runs the handlers that may run there
 // (rank_services::progress); it takes no tasks, and what its handlers spawn goes to the workers.
 //
-// The sleep/wake protocol, in short (scheduler/README.md has the whole argument): an idle worker
-// announces itself in its group's `sleepers` under sleep_lock_, checks for work once more, and
-// waits on the group's condition variable with a time limit. A waker makes its work visible, then
-// (notify) a seq_cst fence and a load of `sleepers`: either the sleeper's check sees the work or
-// the waker sees the sleeper and bumps the group's `epoch` under the lock. Work a worker pushes on
-// its own deque skips the fence (notify_spawned): a sleeper may then miss it and sleep out its
-// limit, but the task is never lost, since its worker runs it. Channels sleep in a group of their
-// own (and I/O threads one more): they wait for their own work only, and a spawn must not wake them.
+// The sleep/wake protocol, in short (common/wake_word.hpp; scheduler/README.md has the whole
+// argument): an idle worker announces itself on its group's wake word, checks for work once more,
+// and sleeps on the word (a futex) with a time limit. A waker makes its work visible, then
+// (notify) a seq_cst fence and a load of the word's sleeper count: either the sleeper's check sees
+// the work or the waker sees the sleeper and bumps the word. Work a worker pushes on its own deque
+// skips the fence (notify_spawned): a sleeper may then miss it and sleep out its limit, but the
+// task is never lost, since its worker runs it. Channels sleep on a word of their own (and I/O
+// threads on one more): they wait for their own work only, and a spawn must not wake them. Under
+// mpi the workers' word lies in the node's shared memory, where node neighbours' ring sends wake it.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "common/wake_word.hpp"
 
 #include "rill/detail/task_record.hpp"
 #include "scheduler/rank_services.hpp"
@@ -57,6 +58,9 @@ class worker_pool {
   void start(int rank);  // launches the worker threads
   // Before start(): worker i runs only on the processors cores[i] (OS indices; --rill:bind).
   void bind_workers(std::vector<std::vector<int>> cores) { worker_cores_ = std::move(cores); }
+  // Before start(): the workers sleep on `shared` instead of a word of the pool's own, so that
+  // whoever else can reach it (the transport's node neighbours, endpoint::sleep_word) wakes them.
+  void sleep_workers_on(wake_word& shared) { workers_asleep_ = &shared; }
   void join();
 
   // The workers (indices 0 .. size() - 1), which run tasks and steal from each other.
@@ -96,12 +100,12 @@ class worker_pool {
   // thread work of its kind.
   bool has_work(const worker& w) const;
   // Wakes sleeping workers after new work arrived; nearly free when nobody sleeps.
-  void notify() { notify(workers_asleep_); }
+  void notify() { workers_asleep_->notify(); }
   // Wakes whoever polls, after a buffer arrived or a queue that refused a send has room: the
   // workers, and the progress thread when every worker is busy.
   void notify_arrival() {
-    notify(workers_asleep_);
-    if (progress_ && all_workers_busy()) notify(progress_asleep_);
+    workers_asleep_->notify();
+    if (progress_ && all_workers_busy()) progress_asleep_.notify();
   }
   // Whether every worker is busy (in a task, or marked so by handlers or fibers it runs): then only
   // the progress thread polls for the rank. (Counted only where there is a progress thread.)
@@ -110,19 +114,17 @@ class worker_pool {
   // announced itself just as the push was made may miss it and sleep out its time limit (20 us to
   // 5 ms); the task is never lost: its worker runs it when nobody steals it. The fence cost 2 % of
   // a UTS traversal on 2 workers (as TBB argues for its spawns: parallelism is offered, not promised).
-  void notify_spawned() {
-    if (workers_asleep_.sleepers.load(std::memory_order_relaxed) > 0) wake(workers_asleep_);
-  }
+  void notify_spawned() { workers_asleep_->notify_unfenced(); }
   // Wakes the sleeping workers unconditionally.
-  void notify_all() { wake(workers_asleep_); }
+  void notify_all() { workers_asleep_->wake(); }
   // Wakes the thread that `w` is, or would be, sleeping as: a fiber of its own was made ready.
-  void notify_thread_of(const worker& w) { wake(group_of(w)); }
+  void notify_thread_of(const worker& w) { word_of(w).wake(); }
   // Wakes everyone, workers, channels and I/O threads (the rank stops).
   void wake_everyone() {
-    wake(workers_asleep_);
-    wake(channels_asleep_);
-    wake(io_asleep_);
-    wake(progress_asleep_);
+    workers_asleep_->wake();
+    channels_asleep_.wake();
+    io_asleep_.wake();
+    progress_asleep_.wake();
   }
   // `w` idles: sleeps until woken or for a time limit, short (20 us, doubling to 1 ms) when
   // `short_sleeps` (worker::sleeps_briefly), else 5 ms.
@@ -131,13 +133,12 @@ class worker_pool {
   // is busy, the rank stops).
   void nap(const worker& w, unsigned us);
 
-  // How often the sleep group of threads of this role was woken.
-  std::uint64_t wakes(thread_role role) {
-    std::lock_guard g(sleep_lock_);
-    return role == thread_role::worker     ? workers_asleep_.epoch
-           : role == thread_role::channel  ? channels_asleep_.epoch
-           : role == thread_role::progress ? progress_asleep_.epoch
-                                           : io_asleep_.epoch;
+  // How often the threads of this role were woken (wraps at 2^32).
+  std::uint32_t wakes(thread_role role) {
+    return role == thread_role::worker     ? workers_asleep_->wakes()
+           : role == thread_role::channel  ? channels_asleep_.wakes()
+           : role == thread_role::progress ? progress_asleep_.wakes()
+                                           : io_asleep_.wakes();
   }
 
   // How often the workers and the progress thread (not the channels) have polled the network, together.
@@ -159,35 +160,18 @@ class worker_pool {
   locked_task_queue injected_;
   locked_task_queue channel_work_;
   locked_task_queue io_work_;
-  // The threads of one kind asleep.
-  struct sleep_group {
-    std::condition_variable cv;
-    std::atomic<int> sleepers{0};
-    std::uint64_t epoch = 0;  // guarded by sleep_lock_
-  };
-  void notify(sleep_group& g) {
-    // Pairs with the sleeper's seq_cst increment of sleepers and its check for work: either the
-    // sleeper sees the work, or this sees the sleeper.
-#if RILL_TSAN
-    // ThreadSanitizer does not support fences; an RMW on sleepers orders the same way.
-    if (g.sleepers.fetch_add(0, std::memory_order_seq_cst) > 0) wake(g);
-#else
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (g.sleepers.load(std::memory_order_relaxed) > 0) wake(g);
-#endif
-  }
-  void wake(sleep_group& g);
-  // `w` waits in its group until the group is woken, the rank stops, done() holds, or `limit`.
+  // `w` sleeps on its word until woken, the rank stops, done() holds, or `limit`.
   template <class Done>
-  void wait_in_group(const worker& w, std::chrono::microseconds limit, Done done);
-  std::mutex sleep_lock_;
-  sleep_group workers_asleep_;
-  sleep_group channels_asleep_;
-  sleep_group io_asleep_;
-  sleep_group progress_asleep_;
-  sleep_group& group_of(const worker& w) {
+  void wait_on_word(const worker& w, std::chrono::microseconds limit, Done done);
+  // What the threads of each kind sleep on.
+  wake_word own_workers_word_;
+  wake_word* workers_asleep_ = &own_workers_word_;
+  wake_word channels_asleep_;
+  wake_word io_asleep_;
+  wake_word progress_asleep_;
+  wake_word& word_of(const worker& w) {
     switch (w.role()) {
-      case thread_role::worker: return workers_asleep_;
+      case thread_role::worker: return *workers_asleep_;
       case thread_role::channel: return channels_asleep_;
       case thread_role::progress: return progress_asleep_;
       case thread_role::io: break;

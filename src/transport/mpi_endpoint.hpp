@@ -78,11 +78,15 @@ class mpi_endpoint final : public endpoint {
   ~mpi_endpoint() override = default;
 
   // A shared-memory ring to `peer` (another rank of this node) at `to`, and one from it at `from`,
-  // each of byte_ring::bytes_for(capacity) bytes. Called before any send or poll.
-  void add_node_rings(int peer, std::byte* to, std::byte* from, std::size_t capacity) {
-    rings_.add(peer, size_, to, from, capacity, eager_bytes_);
+  // each of byte_ring::bytes_for(capacity) bytes; `peer` sleeps on `peer_wakes`, and this rank on
+  // `mine`, both in the node's shared memory. Called before any send or poll.
+  void add_node_rings(int peer, std::byte* to, std::byte* from, std::size_t capacity, wake_word& peer_wakes,
+                      wake_word& mine) {
+    rings_.add(peer, size_, to, from, capacity, eager_bytes_, peer_wakes);
     all_on_node_ = rings_.reach_all(size_);
+    sleep_word_ = &mine;
   }
+  wake_word* sleep_word() override { return sleep_word_; }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -603,6 +607,7 @@ class mpi_endpoint final : public endpoint {
   std::vector<buffer> spares_;
   std::size_t spare_bytes_ = 0;  // capacity of spares_ (under spare_lock_)
   node_rings rings_;
+  wake_word* sleep_word_ = nullptr;  // with node rings: this rank's word in the node's shared memory
   bool all_on_node_ = false;
   // With all_on_node_: MPI is polled on every poll while mpi_busy_ (transfers under way, or the
   // last poll found something) or mpi_hint_ (a ring's doorbell rang), else on every

@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include <fmt/format.h>
 
 #include "common/log.hpp"
+#include "common/wake_word.hpp"
 #include "rill/error.hpp"
 #include "transport/clear_pages.hpp"
 #include "transport/launcher.hpp"
@@ -211,8 +213,10 @@ class mpi_transport final : public transport {
     const int me = ep_->rank();
     std::vector<int> world_of(static_cast<std::size_t>(node_n));
     check_mpi(MPI_Allgather(&me, 1, MPI_INT, world_of.data(), 1, MPI_INT, node), "MPI_Allgather");
+    // Each process's part: a cache line for the word its workers sleep on (wake_word), then its
+    // incoming rings.
     const std::size_t ring = byte_ring::bytes_for(capacity);
-    const std::size_t part = ring * static_cast<std::size_t>(node_n - 1);
+    const std::size_t part = word_line + ring * static_cast<std::size_t>(node_n - 1);
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -230,16 +234,23 @@ class mpi_transport final : public transport {
       log().info("no MPI shared-memory window for node rings; ranks on this node talk through MPI");
       return;
     }
-    // In process p's part, ring k carries what the k-th other process of the node (in node order)
-    // sends to p.
-    auto ring_in = [&](int owner, int sender) {
+    auto part_of = [&](int owner) {
       MPI_Aint got = 0;
       int unit = 0;
       void* at = nullptr;
       check_mpi(MPI_Win_shared_query(win, owner, &got, &unit, &at), "MPI_Win_shared_query");
-      const auto k = static_cast<std::size_t>(sender < owner ? sender : sender - 1);
-      return line_aligned(at) + k * ring;
+      return line_aligned(at);
     };
+    // In process p's part, ring k carries what the k-th other process of the node (in node order)
+    // sends to p.
+    auto ring_in = [&](int owner, int sender) {
+      const auto k = static_cast<std::size_t>(sender < owner ? sender : sender - 1);
+      return part_of(owner) + word_line + k * ring;
+    };
+    // Zeroed memory is a word with no sleepers (wake_word.hpp); each process makes its own one an
+    // object before the barrier below, the others use it after.
+    auto word_of = [&](int owner) { return std::launder(reinterpret_cast<wake_word*>(part_of(owner))); };
+    new (part_of(node_me)) wake_word();
     // Every ring is mapped now, by an access of each page from this process, not by the first pass
     // of messages through it: on this machine's hypervisor the first access of a page faults into
     // the host, and a 1 MiB ring's first pass made Task Bench's first 100 ms of messages 2.3x
@@ -252,7 +263,8 @@ class mpi_transport final : public transport {
     check_mpi(MPI_Barrier(node), "MPI_Barrier");
     for (int p = 0; p < node_n; ++p) {
       if (p == node_me) continue;
-      ep_->add_node_rings(world_of[static_cast<std::size_t>(p)], ring_in(p, node_me), ring_in(node_me, p), capacity);
+      ep_->add_node_rings(world_of[static_cast<std::size_t>(p)], ring_in(p, node_me), ring_in(node_me, p), capacity,
+                          *word_of(p), *word_of(node_me));
     }
     ring_window_ = win;
     log().info("rank {} reaches {} other rank(s) of its node through shared-memory rings of {} bytes", me, node_n - 1,
@@ -318,6 +330,10 @@ class mpi_transport final : public transport {
     if (owns_mpi_) MPI_Finalize();
     std::exit(exit_fatal);
   }
+
+  // The room for a wake_word at the start of each process's part of the node rings' window.
+  static constexpr std::size_t word_line = 64;
+  static_assert(sizeof(wake_word) <= word_line);
 
   static std::byte* line_aligned(void* p) {
     const auto at = reinterpret_cast<std::uintptr_t>(p);

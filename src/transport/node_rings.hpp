@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/spinlock.hpp"
+#include "common/wake_word.hpp"
 #include "transport/byte_ring.hpp"
 
 namespace rill::detail {
@@ -20,11 +21,13 @@ namespace rill::detail {
 class node_rings {
  public:
   // A ring to `peer` at `to` and one from it at `from`, each of byte_ring::bytes_for(capacity)
-  // bytes, of which the ring to `peer` carries buffers up to `largest` bytes. Called before any
-  // send or poll; `ranks` is the size of the communicator.
-  void add(int peer, int ranks, std::byte* to, std::byte* from, std::size_t capacity, std::size_t largest) {
+  // bytes, of which the ring to `peer` carries buffers up to `largest` bytes; `peer` sleeps on
+  // `wakes` (its endpoint's sleep_word). Called before any send or poll; `ranks` is the size of
+  // the communicator.
+  void add(int peer, int ranks, std::byte* to, std::byte* from, std::size_t capacity, std::size_t largest,
+           wake_word& wakes) {
     if (out_.empty()) out_.resize(static_cast<std::size_t>(ranks));
-    out_[static_cast<std::size_t>(peer)] = std::make_unique<out_ring>(to, capacity, largest);
+    out_[static_cast<std::size_t>(peer)] = std::make_unique<out_ring>(to, capacity, largest, wakes);
     in_.push_back(std::make_unique<in_ring>(peer, from, capacity));
   }
 
@@ -37,13 +40,18 @@ class node_rings {
     return r ? r->limit : 0;
   }
 
-  // Writes one buffer to `dest`'s ring; false when there is no ring, the buffer is too large, or
-  // the ring is full (then the buffer goes through MPI, and order is not promised).
+  // Writes one buffer to `dest`'s ring and wakes `dest` if it sleeps; false when there is no
+  // ring, the buffer is too large, or the ring is full (then the buffer goes through MPI, and
+  // order is not promised).
   bool try_write(int dest, std::span<const std::byte> bytes) {
     out_ring* r = out(dest);
     if (!r || bytes.size() > r->limit) return false;
-    std::lock_guard g(r->lock);
-    return r->ring.try_write(bytes);
+    {
+      std::lock_guard g(r->lock);
+      if (!r->ring.try_write(bytes)) return false;
+    }
+    r->wakes.notify();
+    return true;
   }
 
   // Tells `dest`, which may poll MPI seldom, that MPI carries something for it: an empty record.
@@ -52,8 +60,11 @@ class node_rings {
   void ring_doorbell(int dest) {
     out_ring* r = out(dest);
     if (!r) return;
-    std::lock_guard g(r->lock);
-    (void)r->ring.try_write({});
+    {
+      std::lock_guard g(r->lock);
+      if (!r->ring.try_write({})) return;
+    }
+    r->wakes.notify();
   }
 
   bool have_data() const {
@@ -81,14 +92,15 @@ class node_rings {
 
  private:
   struct out_ring {
-    out_ring(std::byte* memory, std::size_t capacity, std::size_t largest)
-        : ring(memory, capacity), limit(std::min(ring.max_payload(), largest)) {}
+    out_ring(std::byte* memory, std::size_t capacity, std::size_t largest, wake_word& dest_wakes)
+        : ring(memory, capacity), limit(std::min(ring.max_payload(), largest)), wakes(dest_wakes) {}
     byte_ring ring;
     // Larger buffers (payloads that travel alone) go through MPI: its rendezvous receives them
     // into recycled buffers, where a ring would copy them twice (measured: 64 KiB payloads at
     // 0.6 of MPI's bandwidth through the ring).
     std::size_t limit;
-    spinlock lock;  // the workers of this rank are the ring's producers, one at a time
+    spinlock lock;     // the workers of this rank are the ring's producers, one at a time
+    wake_word& wakes;  // what the destination's idle workers sleep on, in its part of the window
   };
   struct in_ring {
     in_ring(int from, std::byte* memory, std::size_t capacity) : source(from), ring(memory, capacity) {}

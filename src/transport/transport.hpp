@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/wake_word.hpp"
 #include "rill/config.hpp"
 
 namespace rill::detail {
@@ -69,6 +70,10 @@ class endpoint {
   virtual bool has_input() const = 0;
   // Called (from any thread) when a buffer arrives for this endpoint; used to wake sleepers.
   virtual void on_arrival(std::function<void()> wake) = 0;
+  // A word that this rank's idle workers sleep on, placed where other processes that send to the
+  // rank without MPI reach it: they wake it as they send (mpi, through the node rings' shared
+  // memory). nullptr where nothing outside this process could (local: on_arrival wakes the rank).
+  virtual wake_word* sleep_word() { return nullptr; }
   // Where the endpoint can tell when a destination whose queue refused this endpoint's sends has
   // room again: a counter it bumps then, calling the on_arrival wake after, so that a refused
   // sender may sleep until it changes. nullptr where it cannot (MPI, whose room comes from the
