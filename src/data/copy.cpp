@@ -10,9 +10,9 @@
 // memory of a node neighbour, mapped -- it copies row by row into it itself: one copy, like a
 // local one. Otherwise it splits the points into pieces of at most piece_bytes. When the
 // destination's rank maps this rank's segment (a node neighbour's system memory), it packs them
-// (fields one after another, points in index-space order) into room staged there, a window at a
-// time, and the destination's rank unpacks each from the mapped segment (staged_transfer.hpp).
-// Otherwise it sends each as a zero-copy message: straight from the instance when the piece is
+// (fields one after another, points in index-space order) into room staged there, in pieces of at most
+// staged_piece_bytes, a window at a time, and the destination's rank unpacks each from the mapped segment
+// (staged_transfer.hpp). Otherwise it sends each as a zero-copy message: straight from the instance when the piece is
 // one field's contiguous range, else packed while the previous piece travels. The destination's
 // rank unpacks each piece into the instance and counts them; the last one triggers the copy's
 // event. Any error before the first byte moves poisons the event and writes nothing. A fill runs
@@ -127,9 +127,11 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     event_trigger(done);
     return;
   }
+  const bool staged = here.maps_my_segment(dst.owner()) && !to.external && !rec->external && !opaque;
   std::vector<std::vector<rect<3>>> pieces;
   try {
-    pieces = plan_pieces(domain, rec->external ? bytes_per_point(f) : packed_per_point(from, f, domain));
+    pieces = plan_pieces(domain, rec->external ? bytes_per_point(f) : packed_per_point(from, f, domain),
+                         staged ? staged_piece_bytes : piece_bytes);
   } catch (const misuse_error& e) {  // (an opaque field's size() that threw)
     event_poison(done, failure_of(t, e.what()));
     return;
@@ -139,7 +141,7 @@ void move_from_source(instance src, instance dst, const transfer& t, const desti
     return;
   }
   const auto total = static_cast<std::uint32_t>(pieces.size());
-  if (here.maps_my_segment(dst.owner()) && !to.external && !rec->external && !opaque) {
+  if (staged) {
     stage_pieces(rec, f, src, dst, t, pieces, done);
     return;
   }

@@ -146,8 +146,9 @@ void check_inside(const index_space<3>& domain, const index_space<3>& space, con
                     t.what(), outside, t.op ? "reduce" : "copy", role, inst.id()));
 }
 
-std::vector<std::vector<rect<3>>> plan_pieces(const index_space<3>& domain, std::size_t bytes_per_point) {
-  const std::size_t limit = std::max<std::size_t>(1, piece_bytes / bytes_per_point);
+std::vector<std::vector<rect<3>>> plan_pieces(const index_space<3>& domain, std::size_t bytes_per_point,
+                                              std::size_t most) {
+  const std::size_t limit = std::max<std::size_t>(1, most / bytes_per_point);
   std::vector<rect<3>> parts;
   for (const rect<3>& r : domain.rects()) split(r, limit, parts);
   std::vector<std::vector<rect<3>>> pieces;

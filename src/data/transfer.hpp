@@ -19,6 +19,12 @@ namespace rill::detail::transfers {
 // The most one message of a copy (or a replay) carries: large enough that a message's own cost
 // vanishes against its bytes, small enough that packing the next piece overlaps sending this one.
 constexpr std::size_t piece_bytes = std::size_t{1} << 20;
+// The most one piece of a transfer staged in a node neighbour's view of this rank's segment
+// (staged_transfer.hpp) holds: no message carries it, so only the pipeline between the source's
+// packing and the destination's unpacking counts, and smaller pieces keep both ranks copying.
+// Measured with COPY into a neighbour's system memory (16 MiB, 2 ranks, MPI 14-17 GB/s beside
+// it): 1 MiB pieces 9.2-10.5 GB/s, 512 KiB 14.1-15.1, 256 KiB 13.0-15.7, 128 KiB 11.2-13.0.
+constexpr std::size_t staged_piece_bytes = std::size_t{1} << 19;
 
 // What a copy or reduction moves, as its messages carry it: fields of the source to fields of
 // the destination, at the points of `over` (or of the source's whole space), combined how.
@@ -55,8 +61,9 @@ std::vector<std::uint64_t> sizes_of(const std::vector<const field_placement*>& p
 void check_inside(const index_space<3>& domain, const index_space<3>& space, const char* role, instance inst,
                   const transfer& t);
 
-// The domain's rects, cut and grouped into pieces of at most piece_bytes each.
-std::vector<std::vector<rect<3>>> plan_pieces(const index_space<3>& domain, std::size_t bytes_per_point);
+// The domain's rects, cut and grouped into pieces of at most `most` bytes each.
+std::vector<std::vector<rect<3>>> plan_pieces(const index_space<3>& domain, std::size_t bytes_per_point,
+                                              std::size_t most = piece_bytes);
 std::size_t points_in(const std::vector<rect<3>>& rects);
 std::size_t bytes_per_point(const std::vector<const field_placement*>& fields);
 // A piece's bytes: each field in turn, its points in index-space order.
