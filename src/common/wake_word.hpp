@@ -3,13 +3,13 @@
 // node's shared window, where a node neighbour that writes to the rank's ring wakes its sleeping
 // workers at once, instead of leaving them to find the message at their next timed poll.
 //
-// A sleeper reads seen(), announces itself, checks for work once more (after a seq_cst fence), and
-// only then sleeps; a waker publishes its work, then notify() (a seq_cst fence and a load of the
-// sleeper count). Either the sleeper's check sees the work or the waker sees the sleeper, and then
-// the bump of the word either ends the sleep or makes it not begin (the kernel compares the word
-// with `seen` as it queues the sleeper). scheduler/README.md has the whole argument.
+// A sleeper reads seen(), announces itself, checks for work once more (after a seq_cst fence; under
+// ThreadSanitizer the announcement's RMW orders it), and only then sleeps; a waker publishes its work, then notify() (a
+// seq_cst fence and a load of the sleeper count). Either the sleeper's check sees the work or the waker sees the
+// sleeper, and then the bump of the word either ends the sleep or makes it not begin (the kernel compares the word with
+// `seen` as it queues the sleeper). scheduler/README.md has the whole argument.
 //
-// Zeroed memory is a valid word, with no sleepers and no wake-ups.
+// The futex calls are private to the process unless the word was made `across_processes`.
 #pragma once
 
 #include <atomic>
@@ -20,8 +20,13 @@
 
 namespace rill::detail {
 
-class wake_word {
+// A cache line of its own: sleepers write it, and every notify reads it.
+class alignas(64) wake_word {
  public:
+  wake_word() = default;
+  // A word in memory that other processes map and wake it through.
+  explicit wake_word(bool across_processes) : across_processes_(across_processes) {}
+
   // Read before announce(): the value sleep() waits to see change.
   std::uint32_t seen() const { return epoch_.load(std::memory_order_seq_cst); }
   void announce() { sleepers_.fetch_add(1, std::memory_order_seq_cst); }
@@ -53,6 +58,7 @@ class wake_word {
  private:
   std::atomic<std::uint32_t> epoch_{0};  // the futex word
   std::atomic<std::int32_t> sleepers_{0};
+  bool across_processes_ = false;  // no FUTEX_PRIVATE_FLAG
 };
 
 static_assert(sizeof(std::atomic<std::uint32_t>) == 4 && std::atomic<std::uint32_t>::is_always_lock_free,

@@ -8,15 +8,15 @@
 // storage starts, its bounds and its fields' places). The source's rank checks fields and points.
 // If it can address the destination's storage -- a rank of the same process, or registered
 // memory of a node neighbour, mapped -- it copies row by row into it itself: one copy, like a
-// local one. Otherwise it splits the points into pieces of at most piece_bytes. When the
-// destination's rank maps this rank's segment (a node neighbour's system memory), it packs them
-// (fields one after another, points in index-space order) into room staged there, in pieces of at most
-// staged_piece_bytes, a window at a time, and the destination's rank unpacks each from the mapped segment
-// (staged_transfer.hpp). Otherwise it sends each as a zero-copy message: straight from the instance when the piece is
-// one field's contiguous range, else packed while the previous piece travels. The destination's
-// rank unpacks each piece into the instance and counts them; the last one triggers the copy's
-// event. Any error before the first byte moves poisons the event and writes nothing. A fill runs
-// as one piece of work on the instance's rank.
+// local one. Otherwise it splits the points into pieces. When the destination's rank maps this
+// rank's segment (a node neighbour's system memory), pieces of at most staged_piece_bytes, packed
+// (fields one after another, points in index-space order) into room staged there, a window at a
+// time; the destination's rank unpacks each from the mapped segment (staged_transfer.hpp).
+// Otherwise pieces of at most piece_bytes, each sent as a zero-copy message: straight from the
+// instance when the piece is one field's contiguous range, else packed while the previous piece
+// travels. The destination's rank unpacks each piece into the instance and counts them; the last
+// one triggers the copy's event. Any error before the first byte moves poisons the event and writes nothing. A fill
+// runs as one piece of work on the instance's rank.
 #include <fmt/format.h>
 
 #include <algorithm>

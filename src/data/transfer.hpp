@@ -20,10 +20,11 @@ namespace rill::detail::transfers {
 // vanishes against its bytes, small enough that packing the next piece overlaps sending this one.
 constexpr std::size_t piece_bytes = std::size_t{1} << 20;
 // The most one piece of a transfer staged in a node neighbour's view of this rank's segment
-// (staged_transfer.hpp) holds: no message carries it, so only the pipeline between the source's
-// packing and the destination's unpacking counts, and smaller pieces keep both ranks copying.
-// Measured with COPY into a neighbour's system memory (16 MiB, 2 ranks, MPI 14-17 GB/s beside
-// it): 1 MiB pieces 9.2-10.5 GB/s, 512 KiB 14.1-15.1, 256 KiB 13.0-15.7, 128 KiB 11.2-13.0.
+// (staged_transfer.hpp) holds: it travels as a message only when no staging room is left, so
+// mostly only the pipeline between the source's packing and the destination's unpacking counts,
+// and smaller pieces keep both ranks copying. Measured with COPY into a neighbour's system memory
+// (16 MiB, 2 ranks, MPI 14-17 GB/s beside it): 1 MiB pieces 9.2-10.5 GB/s, 512 KiB 14.1-15.1,
+// 256 KiB 13.0-15.7, 128 KiB 11.2-13.0.
 constexpr std::size_t staged_piece_bytes = std::size_t{1} << 19;
 
 // What a copy or reduction moves, as its messages carry it: fields of the source to fields of

@@ -30,7 +30,6 @@
 #include <vector>
 
 #include "common/wake_word.hpp"
-
 #include "rill/detail/task_record.hpp"
 #include "scheduler/rank_services.hpp"
 #include "scheduler/task_queue.hpp"

@@ -247,10 +247,9 @@ class mpi_transport final : public transport {
       const auto k = static_cast<std::size_t>(sender < owner ? sender : sender - 1);
       return part_of(owner) + word_line + k * ring;
     };
-    // Zeroed memory is a word with no sleepers (wake_word.hpp); each process makes its own one an
-    // object before the barrier below, the others use it after.
+    // Each process makes its own word before the barrier below; the others use it after.
     auto word_of = [&](int owner) { return std::launder(reinterpret_cast<wake_word*>(part_of(owner))); };
-    new (part_of(node_me)) wake_word();
+    new (part_of(node_me)) wake_word(true);
     // Every ring is mapped now, by an access of each page from this process, not by the first pass
     // of messages through it: on this machine's hypervisor the first access of a page faults into
     // the host, and a 1 MiB ring's first pass made Task Bench's first 100 ms of messages 2.3x

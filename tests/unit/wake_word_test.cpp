@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <fstream>
+#include <memory>
 #include <new>
 #include <string>
 #include <thread>
@@ -27,7 +28,7 @@ using rill::detail::wake_word;
 using namespace std::chrono_literals;
 
 // Longer than any test could take: a sleep that ends by its limit failed to be woken.
-constexpr auto never = std::chrono::microseconds(60s);
+constexpr auto never = std::chrono::microseconds(30s);
 
 // Whether thread `tid` of process `pid` is asleep in the kernel (state S): the sleeper announced
 // itself and then made no other blocking call, so it is in FUTEX_WAIT.
@@ -39,8 +40,15 @@ bool asleep(pid_t pid, pid_t tid) {
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S';
 }
 
-void wait_until_asleep(pid_t pid, pid_t tid) {
-  while (!asleep(pid, tid)) std::this_thread::sleep_for(100us);
+// False if the thread was not seen asleep within 20 s (its sleep ended early, or it is gone).
+bool wait_until_asleep(pid_t pid, pid_t tid) {
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (!asleep(pid, tid))
+    if (std::chrono::steady_clock::now() > give_up)
+      return false;
+    else
+      std::this_thread::sleep_for(100us);
+  return true;
 }
 
 // A thread that announces itself on a word and sleeps on it; constructed, it is asleep.
@@ -55,7 +63,7 @@ class sleeping_thread {
           w.withdraw();
         }) {
     while (tid_.load() == 0) std::this_thread::yield();
-    wait_until_asleep(getpid(), tid_.load());
+    if (!wait_until_asleep(getpid(), tid_.load())) ADD_FAILURE() << "the sleeper's sleep ended before any wake-up";
   }
   // Whether the sleep ended by a wake-up (not its limit); waits for it to end.
   bool woken() {
@@ -92,9 +100,48 @@ TEST(WakeWord, NotifyWithNobodyAsleepLeavesTheWord) {
   wake_word w;
   w.notify();
   w.notify_unfenced();
-  EXPECT_EQ(w.wakes(), 0u) << "a notify with no sleeper made a system call's worth of work";
+  EXPECT_EQ(w.wakes(), 0u) << "a notify with no sleeper moved the word";
   w.wake();
   EXPECT_EQ(w.wakes(), 1u) << "wake() ends every sleep announced before it, so it always moves the word";
+}
+
+// The protocol itself: a waiter that announces, looks for the work and only then sleeps, against a
+// waker that publishes the work and then notifies, round after round, the publication landing at
+// different points of the waiter's steps. A lost wake-up leaves the waiter asleep with the work
+// published until its limit.
+TEST(WakeWord, NoWakeUpIsLostBetweenTheLookAndTheSleep) {
+  wake_word w;
+  std::atomic<int> published{0}, taken{0};
+  constexpr int rounds = 5000;
+  int lost = 0;
+  std::thread waiter([&] {
+    for (int r = 1; r <= rounds; ++r) {
+      for (;;) {
+        const auto seen = w.seen();
+        w.announce();
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // (the scheduler's has_work does the same)
+        if (published.load(std::memory_order_relaxed) >= r) break;
+        const bool woken = w.sleep(seen, never);
+        w.withdraw();
+        if (!woken && published.load() >= r) {  // lost: stop here (the waker waits for nothing more)
+          ++lost;
+          taken.store(rounds);
+          return;
+        }
+      }
+      w.withdraw();
+      taken.store(r);
+    }
+  });
+  for (int r = 1; r <= rounds; ++r) {
+    for (int spin = 0; spin < (r % 7) * 50; ++spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (r % 3 == 0) std::this_thread::yield();
+    published.store(r, std::memory_order_relaxed);
+    w.notify();
+    while (taken.load() < r) std::this_thread::yield();
+  }
+  waiter.join();
+  EXPECT_EQ(lost, 0);
 }
 
 TEST(WakeWord, AThreadAsleepIsWoken) {
@@ -107,7 +154,7 @@ TEST(WakeWord, AThreadAsleepIsWoken) {
 // The word in memory two processes share, as the MPI transport places it in a node's window.
 TEST(WakeWord, AWakeFromAnotherProcessEndsTheSleep) {
   struct shared {
-    wake_word word;
+    wake_word word{true};
     std::atomic<int> announced{0};
   };
   void* memory = mmap(nullptr, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -118,9 +165,9 @@ TEST(WakeWord, AWakeFromAnotherProcessEndsTheSleep) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     while (s->announced.load() == 0) std::this_thread::yield();
-    wait_until_asleep(parent, parent);
+    const bool saw_it_asleep = wait_until_asleep(parent, parent);
     s->word.notify();
-    _exit(0);
+    _exit(saw_it_asleep ? 0 : 1);
   }
   const auto seen = s->word.seen();
   s->word.announce();
@@ -130,7 +177,7 @@ TEST(WakeWord, AWakeFromAnotherProcessEndsTheSleep) {
   int status = 0;
   waitpid(child, &status, 0);
   EXPECT_TRUE(woken) << "the other process's wake did not reach the sleeper (a private futex?)";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the other process never saw the sleeper asleep";
   munmap(memory, sizeof(shared));
 }
 
@@ -158,7 +205,7 @@ TEST(WakeWord, ANodeRingWriteWakesTheDestination) {
     if (doorbell)
       rings.ring_doorbell(1);
     else
-      ASSERT_TRUE(rings.try_write(1, message));
+      EXPECT_TRUE(rings.try_write(1, message));
     EXPECT_TRUE(sleeper.woken()) << (doorbell ? "the doorbell" : "the write") << " did not wake the destination";
   }
 }
