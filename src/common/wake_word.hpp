@@ -3,11 +3,12 @@
 // node's shared window, where a node neighbour that writes to the rank's ring wakes its sleeping
 // workers at once, instead of leaving them to find the message at their next timed poll.
 //
-// A sleeper reads seen(), announces itself, checks for work once more (after a seq_cst fence; under
-// ThreadSanitizer the announcement's RMW orders it), and only then sleeps; a waker publishes its work, then notify() (a
-// seq_cst fence and a load of the sleeper count). Either the sleeper's check sees the work or the waker sees the
-// sleeper, and then the bump of the word either ends the sleep or makes it not begin (the kernel compares the word with
-// `seen` as it queues the sleeper). scheduler/README.md has the whole argument.
+// A sleeper reads seen(), announces itself, checks for work once more (after a seq_cst fence;
+// under ThreadSanitizer the announcement's RMW orders it), and only then sleeps; a waker publishes
+// its work, then notify() (a seq_cst fence and a load of the sleeper count). Either the sleeper's
+// check sees the work or the waker sees the sleeper, and then the bump of the word either ends the
+// sleep or makes it not begin (the kernel compares the word with `seen` as it queues the sleeper).
+// scheduler/README.md has the whole argument.
 //
 // The futex calls are private to the process unless the word was made `across_processes`.
 #pragma once

@@ -15,8 +15,8 @@
 // Otherwise pieces of at most piece_bytes, each sent as a zero-copy message: straight from the
 // instance when the piece is one field's contiguous range, else packed while the previous piece
 // travels. The destination's rank unpacks each piece into the instance and counts them; the last
-// one triggers the copy's event. Any error before the first byte moves poisons the event and writes nothing. A fill
-// runs as one piece of work on the instance's rank.
+// one triggers the copy's event. Any error before the first byte moves poisons the event and
+// writes nothing. A fill runs as one piece of work on the instance's rank.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -78,14 +78,15 @@ class mpi_endpoint final : public endpoint {
   ~mpi_endpoint() override = default;
 
   // A shared-memory ring to `peer` (another rank of this node) at `to`, and one from it at `from`,
-  // each of byte_ring::bytes_for(capacity) bytes; `peer` sleeps on `peer_wakes`, and this rank on
-  // `mine`, both in the node's shared memory. Called before any send or poll.
-  void add_node_rings(int peer, std::byte* to, std::byte* from, std::size_t capacity, wake_word& peer_wakes,
-                      wake_word& mine) {
+  // each of byte_ring::bytes_for(capacity) bytes; `peer` sleeps on `peer_wakes`, in the node's
+  // shared memory. Called before any send or poll.
+  void add_node_rings(int peer, std::byte* to, std::byte* from, std::size_t capacity, wake_word& peer_wakes) {
     rings_.add(peer, size_, to, from, capacity, eager_bytes_, peer_wakes);
     all_on_node_ = rings_.reach_all(size_);
-    sleep_word_ = &mine;
   }
+  // With node rings, before the rank starts: the word in the node's shared memory that this rank's
+  // workers sleep on, which its neighbours' ring writes wake.
+  void sleep_on(wake_word& mine) { sleep_word_ = &mine; }
   wake_word* sleep_word() override { return sleep_word_; }
 
   int rank() const override { return rank_; }

@@ -263,8 +263,9 @@ class mpi_transport final : public transport {
     for (int p = 0; p < node_n; ++p) {
       if (p == node_me) continue;
       ep_->add_node_rings(world_of[static_cast<std::size_t>(p)], ring_in(p, node_me), ring_in(node_me, p), capacity,
-                          *word_of(p), *word_of(node_me));
+                          *word_of(p));
     }
+    ep_->sleep_on(*word_of(node_me));
     ring_window_ = win;
     log().info("rank {} reaches {} other rank(s) of its node through shared-memory rings of {} bytes", me, node_n - 1,
                capacity);

@@ -32,7 +32,8 @@ using namespace std::chrono_literals;
 constexpr auto never = std::chrono::microseconds(30s);
 
 // Whether thread `tid` of process `pid` is asleep in the kernel (state S): the sleeper announced
-// itself and then made no other blocking call, so it is in FUTEX_WAIT.
+// itself and then made no other blocking call, so it is in FUTEX_WAIT. No event says when a thread
+// has entered the kernel's wait (announcing comes before it), so the tests look at its state.
 bool asleep(pid_t pid, pid_t tid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
   std::string line;
