@@ -5,7 +5,8 @@
 set -euo pipefail
 
 packages=(
-  build-essential g++ cmake ninja-build ccache pkg-config
+  build-essential g++ cmake ninja-build ccache pkg-config python3
+  gnuplot-nox                         # bench/run's plots (bench/results/*.png, docs/images/*.png)
   mold                                # a faster linker (RILL_USE_MOLD)
   libboost-context-dev
   libopenmpi-dev openmpi-bin          # the default MPI (highest alternatives priority on Debian)

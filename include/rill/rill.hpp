@@ -12,6 +12,7 @@
 #include "rill/copy.hpp"
 #include "rill/debug.hpp"
 #include "rill/delegate.hpp"
+#include "rill/dist_object.hpp"
 #include "rill/dependent_partition.hpp"
 #include "rill/distribution.hpp"
 #include "rill/error.hpp"

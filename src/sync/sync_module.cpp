@@ -30,6 +30,8 @@ void sync_module::report_counters(counter_report& out) {
   out.add("reservation_requests_forwarded", c.requests_forwarded);
   out.add("reservation_transfers_sent", c.transfers_sent);
   out.add("reservation_transfers_received", c.transfers_received);
+  out.add("dist_objects_constructed", dist_objects_.constructed());
+  out.add("dist_objects_live", dist_objects_.live());
 }
 
 }  // namespace rill::detail

@@ -1,5 +1,5 @@
 // The sync layer's part of a rank: the tables of its barriers, reservations, finish scopes, pinned
-// promises, LCOs and teams. It also tells the scheduler what a task's scope (a finish) does with
+// promises, LCOs, teams and dist_objects. It also tells the scheduler what a task's scope (a finish) does with
 // credit and errors (task_scope_hooks).
 #pragma once
 
@@ -8,6 +8,7 @@
 #include "scheduler/rank_modules.hpp"
 #include "scheduler/worker_pool.hpp"
 #include "sync/barrier.hpp"
+#include "sync/dist_object_table.hpp"
 #include "sync/finish_table.hpp"
 #include "sync/lco_table.hpp"
 #include "sync/promise_pins.hpp"
@@ -29,6 +30,7 @@ class sync_module final : public rank_module {
   promise_pins& promises() { return promises_; }
   lco_table& lcos() { return lcos_; }
   team_table& teams() { return teams_; }
+  dist_object_table& dist_objects() { return dist_objects_; }
   void report_counters(counter_report& out) override;
 
  private:
@@ -43,6 +45,7 @@ class sync_module final : public rank_module {
   promise_pins promises_;
   lco_table lcos_{id_};
   team_table teams_{id_, size_};  // teams and the mailboxes of collectives (team_table.*)
+  dist_object_table dist_objects_{id_};
 };
 
 // The calling worker's rank's sync module; throws rill::misuse_error naming `what` elsewhere.

@@ -13,32 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
+#include "spmd_harness.hpp"
 
 namespace rill_test {
 namespace {
 
 class teams : public ::testing::TestWithParam<setup> {};
-
-std::atomic<int> g_failures{0};
-
-void check(bool ok, const std::string& what) {
-  if (ok) return;
-  if (g_failures.fetch_add(1) < 20) std::fprintf(stderr, "rank %d: check failed: %s\n", rill::rank_me(), what.c_str());
-}
-
-// Runs fn on every rank; non-zero when a check failed.
-template <class F>
-int run_everywhere(const setup& s, F fn) {
-  g_failures = 0;
-  args a(s);
-  rill::runtime rt(a.argc, a.argv());
-  const int code = rt.run_spmd([&]() -> int {
-    fn();
-    return g_failures.load() == 0 ? 0 : 1;
-  });
-  return code != 0 ? code : g_failures.load();
-}
 
 struct sample {
   long sum;
