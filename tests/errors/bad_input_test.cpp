@@ -31,22 +31,22 @@ outcome run(const std::string& command) {
   return o;
 }
 
-const std::string demo = RILL_DEMO_PATH;
+const std::string tree = RILL_TREE_PATH;
 
 TEST(flags, unknown_flag_is_named_and_exits_2) {
-  auto o = run(demo + " --rill:bogus=1");
+  auto o = run(tree + " --rill:bogus=1");
   EXPECT_EQ(o.exit_code, rill::exit_usage);
   EXPECT_NE(o.output.find("unknown option --rill:bogus"), std::string::npos) << o.output;
 }
 
 TEST(flags, zero_ranks_is_rejected) {
-  auto o = run(demo + " --rill:ranks=0");
+  auto o = run(tree + " --rill:ranks=0");
   EXPECT_EQ(o.exit_code, rill::exit_usage);
   EXPECT_NE(o.output.find("--rill:ranks=0"), std::string::npos) << o.output;
 }
 
 TEST(flags, zero_workers_is_rejected) {
-  auto o = run(demo + " --rill:workers=0");
+  auto o = run(tree + " --rill:workers=0");
   EXPECT_EQ(o.exit_code, rill::exit_usage);
   EXPECT_NE(o.output.find("--rill:workers=0"), std::string::npos) << o.output;
 }
@@ -54,26 +54,26 @@ TEST(flags, zero_workers_is_rejected) {
 TEST(flags, malformed_values_are_rejected) {
   for (const char* bad : {"--rill:ranks=abc", "--rill:stack=12Q", "--rill:transport=tcp", "--rill:log=loud",
                           "--rill:ranks", "--rill:chaos=-1"}) {
-    auto o = run(demo + " " + bad);
+    auto o = run(tree + " " + bad);
     EXPECT_EQ(o.exit_code, rill::exit_usage) << bad;
     EXPECT_NE(o.output.find("rill: error:"), std::string::npos) << bad << ": " << o.output;
   }
 }
 
 TEST(flags, environment_variables_are_checked_too) {
-  auto o = run("RILL_WORKERS=0 " + demo);
+  auto o = run("RILL_WORKERS=0 " + tree);
   EXPECT_EQ(o.exit_code, rill::exit_usage);
   EXPECT_NE(o.output.find("workers"), std::string::npos) << o.output;
 }
 
 TEST(flags, ranks_with_mpi_transport_is_rejected) {
-  auto o = run(demo + " --rill:transport=mpi --rill:ranks=4");
+  auto o = run(tree + " --rill:transport=mpi --rill:ranks=4");
   EXPECT_EQ(o.exit_code, rill::exit_usage);
   EXPECT_NE(o.output.find("mpirun -np"), std::string::npos) << o.output;
 }
 
 TEST(flags, help_lists_every_option_and_exits_0) {
-  auto o = run(demo + " --rill:help");
+  auto o = run(tree + " --rill:help");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* name : {"ranks", "workers", "transport", "stack", "agg-bytes", "agg-age-us", "large-bytes",
                            "queue-buffers", "chaos", "log", "idle-poll-us", "event-graph", "hang-report-s"}) {
@@ -82,7 +82,7 @@ TEST(flags, help_lists_every_option_and_exits_0) {
 }
 
 TEST(flags, program_arguments_survive) {
-  auto o = run(demo + " --rill:ranks=2 --depth 3 --fanout 2");
+  auto o = run(tree + " --rill:ranks=2 --depth 3 --fanout 2");
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("(8 leaves) on 2 ranks"), std::string::npos) << o.output;
 }

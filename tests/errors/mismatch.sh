@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Two different binaries under one mpirun must fail at start-up on every rank, clearly, not hang.
 set -u
-# usage: mismatch.sh DEMO OTHER MPIRUN [MPIRUN FLAGS...]
-demo=$1 other=$2
+# usage: mismatch.sh PROGRAM OTHER MPIRUN [MPIRUN FLAGS...]
+program=$1 other=$2
 shift 2
-out=$(timeout 120 "$@" -np 1 "$demo" : -np 1 "$other" 2>&1)
+out=$(timeout 120 "$@" -np 1 "$program" : -np 1 "$other" 2>&1)
 code=$?
 echo "$out"
 [ "$code" -ne 0 ] || { echo "FAIL: mismatched binaries exited 0"; exit 1; }

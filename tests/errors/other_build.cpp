@@ -1,4 +1,4 @@
-// A second Rill program: started beside rill-demo under one mpirun, the start-up check must see
+// A second Rill program: started beside rill-tree under one mpirun, the start-up check must see
 // that the ranks run different builds and stop every rank with a clear message.
 #include "rill/rill.hpp"
 

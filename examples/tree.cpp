@@ -1,4 +1,4 @@
-// rill-demo: a storm of remote function calls that grows a random tree across all ranks.
+// rill-tree: a storm of remote function calls that grows a random tree across all ranks.
 //
 // Every node is an active message run on a pseudo-random rank; it spawns one local task per child,
 // and each task sends the child on. Leaves report to rank 0, which waits on a latch (whose address
@@ -53,7 +53,7 @@ struct rank_report {
 
 int main(int argc, char** argv) {
   rill::runtime rt(argc, argv);
-  CLI::App app{"rill-demo: a distributed tree of remote calls (runtime flags: --rill:help)"};
+  CLI::App app{"rill-tree: a distributed tree of remote calls (runtime flags: --rill:help)"};
   std::uint32_t depth = 7;
   std::uint32_t fanout = 6;
   app.add_option("--depth", depth, "depth of the tree")->check(CLI::Range(1, 12));
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
       nodes += rep.stats.tasks_run;
       tasks += fmt::format("{}{}", tasks.empty() ? "" : " ", rep.stats.tasks_run);
     }
-    fmt::print("rill-demo: tree of depth {} and fanout {} ({} leaves) on {} ranks in {:.1f} ms\n", depth, fanout,
+    fmt::print("rill-tree: tree of depth {} and fanout {} ({} leaves) on {} ranks in {:.1f} ms\n", depth, fanout,
                leaves, n, ms);
     fmt::print("summary: messages={} buffers={} aggregation={:.1f} msgs/buffer tasks per rank=[{}]\n", messages,
                buffers, buffers ? double(messages) / double(buffers) : 0.0, tasks);
