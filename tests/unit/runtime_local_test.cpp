@@ -72,6 +72,30 @@ void spawn_and_count(int workers) {
 TEST(RuntimeLocal, SpawnLatch100kTasksOneWorker) { spawn_and_count(1); }
 TEST(RuntimeLocal, SpawnLatch100kTasksTwoWorkers) { spawn_and_count(2); }
 
+// One latch, re-armed with add() after each wait, counts round after round of tasks: every round's
+// wait returns only once that round's tasks have all run, and parks its fiber again if they have not.
+TEST(RuntimeLocal, LatchReArmedRoundAfterRound) {
+  constexpr int rounds = 200, per_round = 64;
+  auto rt = make_runtime({"--rill:workers=2"});
+  std::atomic<int> ran{0};
+  const int code = rt->run([&] {
+    rill::latch round_done(per_round);
+    for (int r = 1; r <= rounds; ++r) {
+      for (int i = 0; i < per_round; ++i)
+        rill::spawn([&ran, &round_done] {
+          ran.fetch_add(1, std::memory_order_relaxed);
+          round_done.count_down();
+        });
+      round_done.wait();
+      if (ran.load() != r * per_round) return r;  // opened before its round ended
+      if (r < rounds) round_done.add(per_round);
+    }
+    return 0;
+  });
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(ran.load(), rounds * per_round);
+}
+
 TEST(RuntimeLocal, NestedSpawnsFromTasks) {
   // Tasks spawning tasks, 2 workers: a tree of 1 + 100 + 100*100 tasks.
   auto rt = make_runtime({"--rill:workers=2"});
